@@ -1,0 +1,42 @@
+# The two commands of the README, and what they stand on. Both build .venv from nothing.
+#   make report   the main job: chapters 00-01's numbers, figures and data in report/
+#   make test     the whole suite: sync checks, then every notebook and test under pytest
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+# A pinned CPU-capable torch first, so resolving the package installs nothing bigger. On machines
+# whose pip finds a local CPU wheel of this release, nothing is downloaded; elsewhere it is the
+# normal PyPI torch. Override with e.g. `make test TORCH_SPEC="torch==2.9.1"`.
+TORCH_SPEC  ?= torch==2.13.0
+PYTEST_ARGS ?= -n 2
+
+.PHONY: setup report test check sync lab clean
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+report: setup
+	$(VENV)/bin/minipaged report --out report
+
+# Notebooks are the source: regenerate the library, clean the notebooks, render the README.
+sync: setup
+	$(VENV)/bin/nbdev-export
+	$(VENV)/bin/nbdev-clean
+	$(PY) tools/render_readme.py
+
+# Fails if `make sync` would change anything tracked or add an untracked file.
+check: setup
+	bash tools/check_sync.sh $(MAKE)
+
+test: check
+	MPLBACKEND=Agg $(PY) -m pytest $(PYTEST_ARGS) tests
+
+lab: setup
+	$(VENV)/bin/jupyter lab nbs/
+
+clean:
+	rm -rf $(VENV) report _proc _docs .pytest_cache .hypothesis

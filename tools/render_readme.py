@@ -1,0 +1,31 @@
+#!/usr/bin/env python
+"""Render nbs/index.ipynb to README.md without Quarto (which nbdev-readme needs and these machines lack).
+
+Cells tagged `#| hide` are left out, `#|` directive lines are stripped, code and its saved
+outputs are kept. `--check` exits 1 if README.md differs from what would be written."""
+import re, sys
+from pathlib import Path
+import nbformat
+from nbconvert import MarkdownExporter
+
+ROOT = Path(__file__).resolve().parent.parent
+_directive = re.compile(r'^\s*#\|.*$\n?', re.MULTILINE)
+
+def render(nb_path=ROOT / 'nbs' / 'index.ipynb') -> str:
+    nb = nbformat.read(nb_path, as_version=4)
+    cells = []
+    for c in nb.cells:
+        if c.cell_type == 'code' and re.search(r'^\s*#\|\s*hide\b', c.source, re.MULTILINE): continue
+        if c.cell_type == 'code': c.source = _directive.sub('', c.source)
+        cells.append(c)
+    nb.cells = cells
+    body, _ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
+    body = re.sub(r'\n{3,}', '\n\n', body).strip() + '\n'
+    return '<!-- Generated from nbs/index.ipynb by tools/render_readme.py: edit the notebook, not this file. -->\n\n' + body
+
+if __name__ == '__main__':
+    text, readme = render(), ROOT / 'README.md'
+    if '--check' in sys.argv:
+        if not readme.exists() or readme.read_text() != text:
+            sys.exit('README.md is out of sync with nbs/index.ipynb: run `make sync` (tools/render_readme.py) and commit it')
+    else: readme.write_text(text)
