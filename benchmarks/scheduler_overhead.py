@@ -1,0 +1,42 @@
+"""Scheduler overhead: schedule + update (block bookkeeping included, no model), in microseconds per
+running sequence per decode step, at 512 and 2,048 running sequences, with a pool that holds them all
+and with a quarter of it (preemptions counted). Prints a table; --json writes the numbers.
+
+    .venv/bin/python benchmarks/scheduler_overhead.py --json benchmarks/results/scheduler_overhead.json
+"""
+import argparse, json, platform, random, time
+from pathlib import Path
+from minipaged.blocks import BlockManager
+from minipaged.paging import format_rows
+from minipaged.scheduler import Request, Scheduler
+
+def run(num_seqs: int, pool_frac: float, steps: int, block_size: int = 16, seed: int = 0) -> dict:
+    rng = random.Random(seed)
+    prompts = [[rng.randrange(32000) for _ in range(rng.randint(16, 256))] for _ in range(num_seqs)]
+    max_tokens = 10_000
+    need = sum(-(-(len(p) + steps + 8) // block_size) for p in prompts)
+    bm = BlockManager(max(8, int(need * pool_frac)), block_size)
+    s = Scheduler(bm, max_num_seqs=num_seqs, max_num_batched_tokens=1 << 20, max_model_len=1 << 20)
+    for i, p in enumerate(prompts): s.add_request(Request(i, p, max_tokens))
+    while any(r.num_uncomputed > 1 for r in s.running.values()) or s.waiting:   # warm-up: prefill everything that fits
+        b = s.schedule(); s.update(b, {r.request_id: 1 for r in b.requests})
+        if all(n == 1 for n in b.num_new_tokens): break
+    pre0, seq_steps, t0 = s.counters['preemptions'], 0, time.perf_counter()
+    for _ in range(steps):
+        b = s.schedule()
+        s.update(b, {r.request_id: 1 for r in b.requests})
+        seq_steps += len(b.requests)
+    dt = time.perf_counter() - t0
+    return dict(running_seqs=num_seqs, pool=f'{pool_frac:.0%}', num_blocks=bm.num_blocks, steps=steps,
+                us_per_seq_step=dt / seq_steps * 1e6, us_per_step=dt / steps * 1e6, preemptions=s.counters['preemptions'] - pre0)
+
+if __name__ == '__main__':
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--steps', type=int, default=64)
+    ap.add_argument('--json', help='write results to this path')
+    a = ap.parse_args()
+    rows = [run(n, f, a.steps) for n in (512, 2048) for f in (1.0, 0.25)]
+    print(format_rows([{k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()} for r in rows]))
+    if a.json:
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps(dict(machine=platform.processor() or platform.machine(), python=platform.python_version(), rows=rows), indent=2))
