@@ -30,9 +30,10 @@ WIDGET_VIEWS = '.jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-outp
 pytestmark = [pytest.mark.xdist_group('browser')]   # with `--dist loadgroup` all chapters share one server
 
 def _chromium() -> str | None:
-    for c in (os.environ.get('MINIPAGED_CHROMIUM'), '/usr/bin/chromium', shutil.which('chromium'), shutil.which('chromium-browser')):
-        if c and Path(c).is_file() and os.access(c, os.X_OK): return c
-    return None
+    "MINIPAGED_CHROMIUM if set, else Debian's chromium"
+    if os.environ.get('MINIPAGED_CHROMIUM'): cands = [os.environ['MINIPAGED_CHROMIUM']]
+    else: cands = ['/usr/bin/chromium', shutil.which('chromium'), shutil.which('chromium-browser')]
+    return next((c for c in cands if c and Path(c).is_file() and os.access(c, os.X_OK)), None)
 
 def _requirements():
     "Skip, with the fix in the message, where this machine cannot run a browser test"
@@ -40,7 +41,8 @@ def _requirements():
     except ImportError: pytest.skip("browser test skipped: the `playwright` Python package is not installed "
                                     "(pip install 'playwright>=1.40'; never `playwright install`)")
     chromium = _chromium()
-    if not chromium: pytest.skip("browser test skipped: no Chromium binary (apt-get install chromium, or set MINIPAGED_CHROMIUM)")
+    if not chromium: pytest.skip("browser test skipped: no Chromium binary found (apt-get install chromium, or set MINIPAGED_CHROMIUM "
+                                 f"to one; tried {os.environ.get('MINIPAGED_CHROMIUM') or '/usr/bin/chromium and PATH'})")
     try: import jupyterlab  # noqa: F401
     except ImportError: pytest.skip("browser test skipped: jupyterlab is not installed")
     return chromium
@@ -76,7 +78,7 @@ def _free_port() -> int:
 
 def _lab_settings(settings: Path):
     "User settings: render every cell (no windowing, so the DOM holds the whole notebook), no news, no update check"
-    for ext, body in {'@jupyterlab/notebook-extension/tracker': {'windowingMode': 'none'},
+    for ext, body in {'@jupyterlab/notebook-extension/tracker': {'windowingMode': 'none', 'recordTiming': True},
                       '@jupyterlab/apputils-extension/notification': {'fetchNews': 'false', 'checkForUpdates': False}}.items():
         f = settings / f'{ext}.jupyterlab-settings'
         f.parent.mkdir(parents=True, exist_ok=True); f.write_text(json.dumps(body))
@@ -87,7 +89,7 @@ def _api(base, token, path, method='GET'):
 
 @pytest.fixture(scope='session')
 def lab(tmp_path_factory):
-    "A JupyterLab server on 127.0.0.1 over a fresh copy of the course; yields (base_url, token, nbs_dir)"
+    "A JupyterLab server on 127.0.0.1 over a fresh copy of the course; yields its URL, token, folders and the Chromium to use"
     chromium = _requirements()
     tmp = tmp_path_factory.mktemp('browser_lab')
     nbs = copy_course(tmp / 'repo')
@@ -103,7 +105,8 @@ def lab(tmp_path_factory):
     proc = subprocess.Popen([sys.executable, '-m', 'jupyterlab', '--no-browser', '--ServerApp.ip=127.0.0.1', f'--ServerApp.port={port}',
                              '--ServerApp.port_retries=0', f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={nbs}',
                              '--LabApp.expose_app_in_browser=True', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate',
-                             '--LabApp.extension_manager=readonly', '--ServerApp.terminals_enabled=False', '--allow-root'],
+                             '--LabApp.extension_manager=readonly', '--ServerApp.terminals_enabled=False', '--allow-root',
+                             '--ServerApp.shutdown_no_activity_timeout=3600'],   # an orphan (pytest killed) exits by itself
                             cwd=nbs, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 90
@@ -143,9 +146,9 @@ JS_RUN_ALL = """() => { const app = window.jupyterapp; window.__runAll = {done: 
 
 JS_IDLE = """() => { if (!window.__runAll || !window.__runAll.done) return false;
   const w = window.jupyterapp.shell.currentWidget, k = w.sessionContext.session && w.sessionContext.session.kernel;
+  if (k && (k.status === 'dead' || k.status === 'autorestarting')) return 'the kernel died (' + k.status + ')';
   if (!k || k.status !== 'idle') return false;
-  if (document.querySelector('.jp-InputArea-prompt') && Array.from(document.querySelectorAll('.jp-InputArea-prompt')).some(e => e.textContent.includes('[*]'))) return false;
-  return true; }"""
+  return !Array.from(document.querySelectorAll('.jp-InputArea-prompt')).some(e => e.textContent.includes('[*]')); }"""
 
 JS_MODEL = """() => { const w = window.jupyterapp.shell.currentWidget, cells = w.content.model.cells, rows = [];
   for (let i = 0; i < cells.length; i++) { const c = cells.get(i); if (c.type !== 'code') continue;
@@ -154,7 +157,9 @@ JS_MODEL = """() => { const w = window.jupyterapp.shell.currentWidget, cells = w
       outs.push({type: o.output_type, name: o.name || null, text: o.output_type === 'stream' ? String(o.text).slice(0, 4000) : null,
                  ename: o.ename || null, evalue: o.evalue || null, traceback: o.traceback ? o.traceback.join('\\n').slice(-4000) : null,
                  mimes: o.data ? Object.keys(o.data) : []}); }
-    rows.push({index: i, count: c.executionCount, source: c.sharedModel.getSource().slice(0, 160), outputs: outs}); }
+    const t = c.getMetadata ? c.getMetadata('execution') : null;
+    const secs = t && t['iopub.execute_input'] && t['shell.execute_reply'] ? (Date.parse(t['shell.execute_reply']) - Date.parse(t['iopub.execute_input'])) / 1000 : null;
+    rows.push({index: i, count: c.executionCount, source: c.sharedModel.getSource().slice(0, 160), outputs: outs, secs: secs}); }
   return {rows: rows, run: window.__runAll, status: w.sessionContext.session.kernel.status}; }"""
 
 JS_DOM_ERRORS = """() => {
@@ -196,8 +201,8 @@ def _check_run(page, name) -> list:
     errors = [f"cell {r['index']} ({r['source'][:60]!r}): {o['ename']}: {o['evalue']}" for r in rows for o in r['outputs'] if o['type'] == 'error']
     errors += [f"cell {r['index']}: stderr traceback\n{o['text'][-800:]}" for r in rows for o in r['outputs']
                if o['type'] == 'stream' and o['name'] == 'stderr' and 'Traceback' in (o['text'] or '')]
-    if errors:
-        page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').first.scroll_into_view_if_needed()
+    shown = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+    if errors and shown.count(): shown.first.scroll_into_view_if_needed()   # the failure screenshot shows the first error
     assert not errors, f'{name}: error output in the browser run:\n' + '\n'.join(errors)
     dom_errors = page.evaluate(JS_DOM_ERRORS)
     assert not dom_errors, f'{name}: the page shows an error:\n' + '\n---\n'.join(dom_errors)
@@ -234,7 +239,7 @@ def _check_widgets(page, name, rows) -> str:
     did = '; then '.join(tried)
     raised = [o['evalue'] for r in page.evaluate(JS_MODEL)['rows'] for o in r['outputs'] if o['type'] == 'error']
     assert not raised, f'{name}: the interaction raised: {raised}'
-    view.scroll_into_view_if_needed()
+    view.evaluate("e => e.closest('.jp-Cell').scrollIntoView({block: 'start'})")   # the screenshot shows the widget's cell
     return f'{n} widget view(s) rendered; {did}: {what}'
 
 @pytest.mark.parametrize('nb', NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -252,15 +257,21 @@ def test_chapter_in_browser(nb, lab):
             page.goto(f"{lab['base']}/lab/workspaces/browser-{nb.stem}/tree/{name}?token={lab['token']}", wait_until='domcontentloaded', timeout=90_000)
             try: page.wait_for_function(JS_READY, arg=name, timeout=120_000, polling=500)
             except PWTimeout: raise AssertionError(f'{name}: JupyterLab did not open the notebook with an idle kernel within 120 s; {console[-5:]}') from None
+            page.evaluate('() => window.jupyterapp.shell.collapseLeft()')   # the file browser off: a wider notebook in the screenshot
             page.evaluate(JS_RUN_ALL)
-            try: page.wait_for_function(JS_IDLE, timeout=RUN_TIMEOUT_S * 1000, polling=1000)
+            try: idle = page.wait_for_function(JS_IDLE, timeout=RUN_TIMEOUT_S * 1000, polling=1000).json_value()
             except PWTimeout: raise AssertionError(f'{name}: Run All did not finish within {RUN_TIMEOUT_S:.0f} s') from None
+            assert idle is True, f'{name}: {idle}'
             page.wait_for_timeout(500)   # let the last outputs and widget views render
             rows = _check_run(page, name)
             did = _check_widgets(page, name, rows)
-            if did == 'no widgets': page.locator('.jp-Cell').last.scroll_into_view_if_needed()
+            if did == 'no widgets':   # show the chapter's last figure, else its last cell
+                page.evaluate("() => { const f = Array.from(document.querySelectorAll('.jp-OutputArea-output img')).pop();"
+                              " (f ? f.closest('.jp-Cell') : Array.from(document.querySelectorAll('.jp-Cell')).pop()).scrollIntoView({block: 'start'}); }")
             page.screenshot(path=str(shot))
-            print(f'\n[browser] {name}: {len(rows)} code cells run, {did}; {time.monotonic() - started:.1f} s; {shot}')
+            slow = sorted((r for r in rows if (r.get('secs') or 0) > 5), key=lambda r: -r['secs'])[:3]
+            slow = '; slowest cells: ' + ', '.join(f"#{r['index']} {r['secs']:.0f} s {r['source'][:40]!r}" for r in slow) if slow else ''
+            print(f'\n[browser] {name}: {len(rows)} code cells run, {did}; {time.monotonic() - started:.1f} s{slow}; {shot}')
         except BaseException:
             try: page.screenshot(path=str(shot))
             except Exception: pass
