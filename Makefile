@@ -1,5 +1,5 @@
 # The two commands of the README, and what they stand on. Both build .venv from nothing.
-#   make report   the main job: chapters 00-01's numbers, figures and data in report/
+#   make bench    the main job: the serving benchmark (`minipaged bench`) into bench_results/
 #   make test     the whole suite: sync checks, then every notebook and test under pytest
 VENV        ?= .venv
 PY          := $(VENV)/bin/python
@@ -9,7 +9,7 @@ PY          := $(VENV)/bin/python
 TORCH_SPEC  ?= torch==2.13.0
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup report test check sync lab clean
+.PHONY: setup report bench test check sync lab site clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -18,6 +18,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
+
+bench: setup
+	$(VENV)/bin/minipaged bench --out bench_results
 
 report: setup
 	$(VENV)/bin/minipaged report --out report
@@ -38,5 +41,9 @@ test: check
 lab: setup
 	$(VENV)/bin/jupyter lab nbs/
 
+# The whole course, executed and rendered to static HTML without Quarto.
+site: setup
+	$(PY) tools/build_site.py --out _site
+
 clean:
-	rm -rf $(VENV) report _proc _docs .pytest_cache .hypothesis
+	rm -rf $(VENV) report bench_results _site _proc _docs .pytest_cache .hypothesis

@@ -168,7 +168,7 @@ CSS = """<style>
 .mp-nav a{text-decoration:none;color:#1a5fb4}.mp-nav .mp-mid{font-weight:600}
 .mp-widget{border-left:3px solid #9ecae1;padding:.3em .8em}.mp-w-hbox{display:flex;gap:1.5em;flex-wrap:wrap}
 .mp-w-note{font:12px system-ui,sans-serif;color:#777;margin-top:.3em}.mp-w-desc{color:#555}
-.mp-chapters td,.mp-chapters th{padding:.2em .8em;text-align:left}
+.mp-chapters{margin-left:0}.mp-chapters td,.mp-chapters th{padding:.2em .8em;text-align:left}
 </style>"""
 
 def nav(pages, i, bottom=False) -> str:
