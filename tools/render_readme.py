@@ -19,6 +19,7 @@ def render(nb_path=ROOT / 'nbs' / 'index.ipynb') -> str:
         if c.cell_type == 'code': c.source = _directive.sub('', c.source)
         cells.append(c)
     nb.cells = cells
+    nb.metadata['language_info'] = {'name': 'python'}       # nbdev-clean drops it; code fences keep their language
     body, _ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
     body = re.sub(r'\n{3,}', '\n\n', body).strip() + '\n'
     return '<!-- Generated from nbs/index.ipynb by tools/render_readme.py: edit the notebook, not this file. -->\n\n' + body
