@@ -46,6 +46,7 @@ if __name__ == '__main__':
     ap.add_argument('--requests', type=int, default=64)
     ap.add_argument('--hf-batch', type=int, default=32)
     ap.add_argument('--json', help='write results to this path')
+    ap.add_argument('--profile', action='store_true', help='profile minipaged alone (cProfile, top functions by own time) and stop')
     a = ap.parse_args()
     from transformers import LlamaForCausalLM
     from minipaged.model import random_model, save_model, tiny_config
@@ -55,6 +56,12 @@ if __name__ == '__main__':
     reqs = workload(a.requests)
     with tempfile.TemporaryDirectory() as d:
         save_model(random_model(tiny_config(), seed=0, std=0.05), d)
+        if a.profile:
+            import cProfile, pstats
+            prof = cProfile.Profile(); prof.enable()
+            run_minipaged(d, reqs, block_size=16, max_num_seqs=64, max_num_batched_tokens=2048)
+            prof.disable(); pstats.Stats(prof).sort_stats('tottime').print_stats(15)
+            raise SystemExit(0)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore'); hf = LlamaForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
         hf.generation_config.eos_token_id = None
