@@ -26,10 +26,11 @@ def test_utilization_is_useful_over_allocated(ls, B):
     row = compare_allocation(ls, [B])[0]
     assert row['wasted'] == sum(tail_waste(n, B) for n in ls) <= len(ls) * (B - 1)
 
-@given(lengths, st.sampled_from([1, 2, 4, 8, 16, 32]))
-def test_pages_never_allocate_more_than_a_reservation_of_the_longest_page_aligned_length(ls, B):
-    reserve = allocated_slots(max(ls), B)
-    assert sum(allocated_slots(n, B) for n in ls) <= reserve * len(ls)
+@given(lengths, st.sampled_from([1, 2, 4, 8, 16, 32]), st.integers(0, 64))
+def test_pages_beat_any_page_aligned_reservation_that_fits(ls, B, extra_pages):
+    reserve = allocated_slots(max(ls), B) + extra_pages * B          # any reservation, in whole pages, that holds the longest
+    assert utilization(ls, block_size=B) >= utilization(ls, reserve=reserve)
+    assert sum(tail_waste(n, B) for n in ls) <= sum(reserve - n for n in ls)
 
 @given(st.integers(1, 96), st.integers(1, 64), st.sampled_from([64, 80, 128, 256]), st.sampled_from(['float32', 'bfloat16', 'int8']), lengths)
 def test_kv_bytes_is_linear_in_tokens(L, kv, d, dt, ls):
