@@ -215,8 +215,11 @@ def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
     "Add `token_ids` to `seq_id`, reserving their slots; return the (src, dst) block copies to run on the cache first"
     try: seq = self._seqs[seq_id]
     except KeyError: seq = None
-    if seq is not None and seq.room and len(token_ids) == 1:   # one token, a private last block with room: no checks left
-        seq.room -= 1
+    if seq is not None and len(token_ids) == 1:
+        if seq.room: seq.room -= 1                               # room left in a private last block: no checks left
+        elif len(seq.tokens) % self.block_size == 0 and (self._free or self._evictable):   # the last block is full: one fresh block
+            seq.blocks.append(self._take()); seq.room = self.block_size - 1
+        else: return self._append_slow(seq_id, seq, token_ids)  # a partly filled shared last block: copy-on-write
         seq.tokens.append(token_ids[0])
         return []
     return self._append_slow(seq_id, seq, token_ids)

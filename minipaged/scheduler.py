@@ -75,6 +75,7 @@ class ScheduledBatch:
     start_positions: list[int] = field(default_factory=list)
     copies: list[tuple[int, int]] = field(default_factory=list)
     preempted: list[Request] = field(default_factory=list)
+    num_decode_rows: int = 0       # the leading rows are decodes (one new token that completes the request's KV): update's fast path
     @property
     def num_batched_tokens(self) -> int: return sum(self.num_new_tokens)
     @property
@@ -172,21 +173,24 @@ def schedule(self, now: float = 0.0) -> ScheduledBatch:
     batch, budget = ScheduledBatch(), self.max_num_batched_tokens
     step = self.counters['steps'] = self.counters['steps'] + 1
     reqs, ns, starts, RUNNING, prefills = batch.requests, batch.num_new_tokens, batch.start_positions, Status.RUNNING, []
-    bm_append = self.bm.append
+    bm_append, copies = self.bm.append, batch.copies
     for req in list(self.running.values()):                    # 1. decodes (prefills set aside)
         if budget == 0: break
         if req.status is not RUNNING: continue                   # preempted as a victim earlier in this step
-        total = len(req.prompt_token_ids) + len(req.output_token_ids)
+        out = req.output_token_ids
+        total = len(req.prompt_token_ids) + len(out)
         if total - req.num_computed_tokens > 1: prefills.append(req); continue
         if req.num_reserved < total:                             # the fast path of _reserve, inlined: one new slot
             try:
-                cp = bm_append(req.request_id, req.output_token_ids[req.num_reserved - total:])
-                if cp: batch.copies.extend(cp)
+                cp = bm_append(req.request_id, out[-1:])         # the decode's input token, the last one sampled
+                if cp: copies.extend(cp)
                 req.num_reserved = total
             except NoFreeBlocksError:
                 if not self._reserve(req, total, batch, step): continue
         req.scheduled_step = step
-        reqs.append(req); ns.append(1); starts.append(req.num_computed_tokens); budget -= 1
+        reqs.append(req); budget -= 1
+    batch.num_decode_rows = len(reqs)
+    ns += [1] * len(reqs); starts += [r.num_computed_tokens for r in reqs]
     for req in prefills:                                         # 2. chunks of running prefills
         if budget == 0: break
         if req.status is not RUNNING: continue
@@ -233,9 +237,19 @@ def _finish(self, req: Request, reason: FinishReason, now: float):
 
 def update(self, batch: ScheduledBatch, sampled: dict, now: float = 0.0) -> None:
     "Apply a step's results: computed counts, prefix-cache registration, new tokens, stop and length checks"
-    RUNNING, mark_computed, B = Status.RUNNING, self.bm.mark_computed, self.bm.block_size
-    for req, n in zip(batch.requests, batch.num_new_tokens):
+    RUNNING, mark_computed, B, STOP, LENGTH = Status.RUNNING, self.bm.mark_computed, self.bm.block_size, FinishReason.STOP, FinishReason.LENGTH
+    reqs, d = batch.requests, batch.num_decode_rows
+    for req in reqs[:d]:                                       # decodes: one token each, and it completes the request's KV
         if req.status is not RUNNING: continue                   # cancelled while the step ran
+        c = req.num_computed_tokens = req.num_computed_tokens + 1
+        if c % B == 0: mark_computed(req.request_id, c)          # only full blocks are cached: tell it when one fills
+        out, tok = req.output_token_ids, sampled[req.request_id]
+        out.append(tok); req.token_times.append(now)
+        if len(out) == 1: req.first_token_time = now             # a prompt whose last token ran as a decode
+        if tok in req.stop_token_ids: self._finish(req, STOP, now)
+        elif len(out) >= req.max_tokens: self._finish(req, LENGTH, now)
+    for req, n in zip(reqs[d:], batch.num_new_tokens[d:]):    # prefill chunks and admissions
+        if req.status is not RUNNING: continue
         c = req.num_computed_tokens = req.num_computed_tokens + n
         if c // B != (c - n) // B: mark_computed(req.request_id, c)   # only full blocks are cached: tell it when one fills
         out = req.output_token_ids
@@ -243,8 +257,8 @@ def update(self, batch: ScheduledBatch, sampled: dict, now: float = 0.0) -> None
         tok = sampled[req.request_id]
         out.append(tok); req.token_times.append(now)
         if len(out) == 1: req.first_token_time = now             # outputs survive preemption: this happens once
-        if tok in req.stop_token_ids: self._finish(req, FinishReason.STOP, now)
-        elif len(out) >= req.max_tokens: self._finish(req, FinishReason.LENGTH, now)
+        if tok in req.stop_token_ids: self._finish(req, STOP, now)
+        elif len(out) >= req.max_tokens: self._finish(req, LENGTH, now)
 
 def abort(self, request_id, now: float = 0.0, reason: FinishReason = FinishReason.CANCELLED) -> Request:
     "Cancel (or abort) a request in any state: waiting, mid-prefill, decoding or preempted; its blocks are released"
