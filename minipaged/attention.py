@@ -14,9 +14,12 @@ from .budget import cdiv, check_positive
 
 # %% auto #0
 __all__ = ['INDEX_DTYPES', 'allocate_kv_cache', 'slots_for', 'make_block_tables', 'check_kv_cache', 'check_slot_mapping',
-           'write_kv', 'gather_kv', 'layout_rows', 'plot_layout', 'check_block_tables', 'check_paged_inputs',
-           'context_slots', 'gather_context', 'masked_attention', 'paged_decode_attention', 'paged_prefill_attention',
-           'PagedBatch', 'random_paged_batch', 'reference_attention']
+           'write_kv', 'gather_kv', 'layout_rows', 'plot_layout', 'check_block_tables', 'check_query',
+           'check_query_lens', 'check_scale', 'check_paged_inputs', 'context_slots', 'gather_context',
+           'masked_attention', 'paged_decode_attention', 'query_grid', 'paged_prefill_attention', 'PagedBatch',
+           'random_paged_batch', 'reference_attention', 'context_blocks', 'padding_rows', 'gather_pages',
+           'length_buckets', 'PageBucket', 'PagePlan', 'plan_pages', 'sdpa_paged_attention', 'sdpa_decode_attention',
+           'sdpa_prefill_attention']
 
 # %% ../nbs/03_paged_attention.ipynb #7688adbd
 def allocate_kv_cache(num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
@@ -86,8 +89,9 @@ def check_slot_mapping(slot_mapping: torch.Tensor, num_tokens: int, num_slots: i
     return slots
 
 # %% ../nbs/03_paged_attention.ipynb #807d591e
-def write_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slot_mapping: torch.Tensor) -> None:
-    "Write new tokens' `k, v [num_tokens, num_kv_heads, head_dim]` into the cache slots `slot_mapping` names, in place (-1: skip)"
+def write_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slot_mapping: torch.Tensor,
+             checked: bool = False) -> None:
+    "Write new tokens' `k, v [num_tokens, num_kv_heads, head_dim]` into the cache slots `slot_mapping` names, in place (-1: skip); `checked`: its `check_slot_mapping` already ran"
     num_blocks, block_size, H, d = check_kv_cache(k_cache, v_cache)
     for name, x in (('k', k), ('v', v)):
         if not isinstance(x, torch.Tensor) or x.dim() != 3 or tuple(x.shape[1:]) != (H, d):
@@ -95,7 +99,7 @@ def write_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: t
         if x.dtype != k_cache.dtype: raise ValueError(f"{name} dtype {x.dtype} does not match the cache dtype {k_cache.dtype}")
         if x.device != k_cache.device: raise ValueError(f"{name} is on {x.device} but the cache is on {k_cache.device}")
     if v.shape != k.shape: raise ValueError(f"v shape {list(v.shape)} does not match k shape {list(k.shape)}")
-    slots = check_slot_mapping(slot_mapping, k.shape[0], num_blocks * block_size, k_cache.device)
+    slots = slot_mapping if checked else check_slot_mapping(slot_mapping, k.shape[0], num_blocks * block_size, k_cache.device)
     keep = slots >= 0
     if not bool(keep.all()): slots, k, v = slots[keep], k[keep], v[keep]   # copy only when there is padding to drop
     k_cache.view(-1, H, d).index_copy_(0, slots, k)
@@ -175,9 +179,8 @@ def check_block_tables(block_tables: torch.Tensor, context_lens, num_blocks: int
     return lens
 
 # %% ../nbs/03_paged_attention.ipynb #99ce21c5
-def check_paged_inputs(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor, context_lens,
-                       cu_seqlens_q: torch.Tensor | None = None, scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor, float]:
-    "Validate a paged-attention call (decode if `cu_seqlens_q` is None); return `(context_lens, q_lens, scale)`"
+def check_query(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor) -> tuple[int, int, int, int]:
+    "Check the caches and `q [num_tokens, num_q_heads, head_dim]` against them (shapes, dtypes, devices only); return the cache shape"
     num_blocks, block_size, num_kv_heads, head_dim = check_kv_cache(k_cache, v_cache)
     if not isinstance(q, torch.Tensor) or q.dim() != 3:
         raise ValueError(f"q must be a 3-D tensor [num_tokens, num_q_heads, head_dim], got {getattr(q, 'shape', type(q))}")
@@ -186,29 +189,43 @@ def check_paged_inputs(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
     if q.shape[2] != head_dim: raise ValueError(f"q head_dim {q.shape[2]} does not match the cache head_dim {head_dim}")
     if q.shape[1] % num_kv_heads:
         raise ValueError(f"num_q_heads (q.shape[1] = {q.shape[1]}) must be a multiple of num_kv_heads ({num_kv_heads})")
+    return num_blocks, block_size, num_kv_heads, head_dim
+
+def check_query_lens(cu_seqlens_q: torch.Tensor | None, lens: torch.Tensor, num_tokens: int | None, device) -> torch.Tensor:
+    "New tokens per sequence from `cu_seqlens_q` (one each for decode, `None`), checked against the lengths and, if given, the query rows"
+    num_seqs = lens.numel()
+    if cu_seqlens_q is None:
+        if num_tokens is not None and num_tokens != num_seqs:
+            raise ValueError(f"q has {num_tokens} rows but block_tables has {num_seqs}: decode takes one query per sequence")
+        return torch.ones_like(lens)
+    if not isinstance(cu_seqlens_q, torch.Tensor) or cu_seqlens_q.dtype not in INDEX_DTYPES or cu_seqlens_q.shape != (num_seqs + 1,):
+        raise ValueError(f"cu_seqlens_q must be a 1-D int32/int64 tensor of num_seqs + 1 = {num_seqs + 1} entries, got {getattr(cu_seqlens_q, 'shape', type(cu_seqlens_q))}")
+    if cu_seqlens_q.device != device: raise ValueError(f"cu_seqlens_q is on {cu_seqlens_q.device} but q is on {device}")
+    cu = cu_seqlens_q.long()
+    if int(cu[0]) != 0 or (num_tokens is not None and int(cu[-1]) != num_tokens):
+        raise ValueError(f"cu_seqlens_q must start at 0 and end at the number of query tokens {num_tokens}, got {int(cu[0])}..{int(cu[-1])}")
+    q_lens = cu[1:] - cu[:-1]
+    if bool((q_lens < 1).any()): raise ValueError(f"cu_seqlens_q must increase strictly (every sequence has a new token), got {cu.tolist()}")
+    if bool((bad := q_lens > lens).any()):
+        i = int(bad.nonzero()[0, 0])
+        raise ValueError(f"sequence {i} has {int(q_lens[i])} new tokens but context_lens[{i}] = {int(lens[i])}: a context length counts the new tokens too")
+    return q_lens
+
+def check_scale(scale, head_dim: int) -> float:
+    "The softmax scale: `1/sqrt(head_dim)` by default, else a positive finite number"
+    if scale is None: return 1 / math.sqrt(head_dim)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (0 < scale < math.inf):
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    return float(scale)
+
+def check_paged_inputs(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor, context_lens,
+                       cu_seqlens_q: torch.Tensor | None = None, scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor, float]:
+    "Validate a paged-attention call (decode if `cu_seqlens_q` is None); return `(context_lens, q_lens, scale)`"
+    num_blocks, block_size, num_kv_heads, head_dim = check_query(q, k_cache, v_cache)
     if isinstance(block_tables, torch.Tensor) and block_tables.device != q.device:
         raise ValueError(f"block_tables is on {block_tables.device} but q is on {q.device}")
     lens = check_block_tables(block_tables, context_lens, num_blocks, block_size)
-    num_seqs = lens.numel()
-    if cu_seqlens_q is None:
-        if q.shape[0] != num_seqs: raise ValueError(f"q has {q.shape[0]} rows but block_tables has {num_seqs}: decode takes one query per sequence")
-        q_lens = torch.ones_like(lens)
-    else:
-        if not isinstance(cu_seqlens_q, torch.Tensor) or cu_seqlens_q.dtype not in INDEX_DTYPES or cu_seqlens_q.shape != (num_seqs + 1,):
-            raise ValueError(f"cu_seqlens_q must be a 1-D int32/int64 tensor of num_seqs + 1 = {num_seqs + 1} entries, got {getattr(cu_seqlens_q, 'shape', type(cu_seqlens_q))}")
-        if cu_seqlens_q.device != q.device: raise ValueError(f"cu_seqlens_q is on {cu_seqlens_q.device} but q is on {q.device}")
-        cu = cu_seqlens_q.long()
-        if int(cu[0]) != 0 or int(cu[-1]) != q.shape[0]:
-            raise ValueError(f"cu_seqlens_q must start at 0 and end at the number of query tokens {q.shape[0]}, got {int(cu[0])}..{int(cu[-1])}")
-        q_lens = cu[1:] - cu[:-1]
-        if bool((q_lens < 1).any()): raise ValueError(f"cu_seqlens_q must increase strictly (every sequence has a new token), got {cu.tolist()}")
-        if bool((bad := q_lens > lens).any()):
-            i = int(bad.nonzero()[0, 0])
-            raise ValueError(f"sequence {i} has {int(q_lens[i])} new tokens but context_lens[{i}] = {int(lens[i])}: a context length counts the new tokens too")
-    if scale is None: scale = 1 / math.sqrt(head_dim)
-    elif isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (0 < scale < math.inf):
-        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
-    return lens, q_lens, float(scale)
+    return lens, check_query_lens(cu_seqlens_q, lens, q.shape[0], q.device), check_scale(scale, head_dim)
 
 # %% ../nbs/03_paged_attention.ipynb #f4196290
 def context_slots(block_tables: torch.Tensor, context_lens: torch.Tensor, block_size: int, max_len: int | None = None) -> torch.Tensor:
@@ -250,18 +267,24 @@ def paged_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
     return out.reshape(num_seqs, num_q_heads, head_dim).to(q.dtype)
 
 # %% ../nbs/03_paged_attention.ipynb #73737b2e
+def query_grid(q: torch.Tensor, cu_seqlens_q: torch.Tensor, lens: torch.Tensor, q_lens: torch.Tensor) -> tuple:
+    "Packed queries `q [num_q_tokens, Hq, d]` as a `[num_seqs, max_q, Hq, d]` grid: returns (seq, col, grid, positions `[num_seqs, max_q]`)"
+    num_tokens, dev, max_q = q.shape[0], q.device, int(q_lens.max())
+    seq = torch.repeat_interleave(torch.arange(lens.numel(), device=dev), q_lens)      # the sequence of each packed token
+    col = torch.arange(num_tokens, device=dev) - cu_seqlens_q.long()[seq]              # its index among that sequence's new tokens
+    grid = q.new_zeros(lens.numel(), max_q, *q.shape[1:])
+    grid[seq, col] = q
+    positions = (lens - q_lens)[:, None] + torch.arange(max_q, device=dev)[None, :]     # padded rows run past the end
+    return seq, col, grid, positions
+
 def paged_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
                             cu_seqlens_q: torch.Tensor, context_lens, scale: float | None = None) -> torch.Tensor:
     "Prefill/extend: packed new tokens `q [num_q_tokens, Hq, d]`, each attending causally to its sequence's cache; returns `[num_q_tokens, Hq, d]`"
     lens, q_lens, scale = check_paged_inputs(q, k_cache, v_cache, block_tables, context_lens, cu_seqlens_q, scale)
     num_tokens, num_q_heads, head_dim = q.shape
     num_seqs, num_kv_heads, g = lens.numel(), k_cache.shape[2], num_q_heads // k_cache.shape[2]
-    max_q, max_len, dev = int(q_lens.max()), int(lens.max()), q.device
-    seq = torch.repeat_interleave(torch.arange(num_seqs, device=dev), q_lens)          # the sequence of each packed token
-    col = torch.arange(num_tokens, device=dev) - cu_seqlens_q.long()[seq]              # its index among that sequence's new tokens
-    q_grid = q.new_zeros(num_seqs, max_q, num_q_heads, head_dim)
-    q_grid[seq, col] = q
-    q_pos = (lens - q_lens)[:, None] + torch.arange(max_q, device=dev)[None, :]          # [S, max_q]; padded rows run past the end
+    seq, col, q_grid, q_pos = query_grid(q, cu_seqlens_q, lens, q_lens)
+    max_q, max_len, dev = q_grid.shape[1], int(lens.max()), q.device
     k_pos = torch.arange(max_len, device=dev)
     allowed = (k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < lens[:, None, None])
     k, v = gather_context(k_cache, v_cache, context_slots(block_tables, lens, k_cache.shape[1], max_len))
@@ -326,3 +349,116 @@ def reference_attention(q: torch.Tensor, keys, values, cu_seqlens_q: torch.Tenso
         ki, vi = (x.to(dtype).transpose(0, 1).repeat_interleave(g, dim=0) for x in (k, v))
         outs.append(F.scaled_dot_product_attention(qi, ki, vi, attn_mask=allowed.to(q.device), scale=scale).transpose(0, 1))
     return torch.cat(outs)
+
+# %% ../nbs/03_paged_attention.ipynb #62b09a86
+def context_blocks(block_tables: torch.Tensor, context_lens: torch.Tensor, block_size: int) -> torch.Tensor:
+    "Block ids `[num_seqs, max_pages]` of every sequence's pages; columns past its last page repeat that page"
+    used = (context_lens + block_size - 1) // block_size
+    cols = torch.arange(int(used.max()), device=context_lens.device)
+    return torch.gather(block_tables.long(), 1, torch.minimum(cols[None, :], (used - 1)[:, None]))
+
+def padding_rows(context_lens: torch.Tensor, length: int) -> torch.Tensor:
+    "Rows `s · length + p` of the positions `p ≥ context_lens[s]` in a `[num_seqs, length]` layout"
+    return (torch.arange(length, device=context_lens.device)[None, :] >= context_lens[:, None]).view(-1).nonzero().view(-1)
+
+def gather_pages(k_cache: torch.Tensor, v_cache: torch.Tensor, blocks: torch.Tensor, padding: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    "Keys and values of whole pages `blocks [num_seqs, pages]`, each `[num_seqs, pages · B, Hkv, d]`, the `padding` rows zeroed"
+    S, W = blocks.shape
+    _, B, H, d = k_cache.shape
+    k = k_cache.index_select(0, blocks.reshape(-1)).view(S * W * B, H, d)
+    v = v_cache.index_select(0, blocks.reshape(-1)).view(S * W * B, H, d)
+    if padding.numel(): k.index_fill_(0, padding, 0); v.index_fill_(0, padding, 0)   # touches only the padding rows
+    return k.view(S, W * B, H, d), v.view(S, W * B, H, d)
+
+# %% ../nbs/03_paged_attention.ipynb #34950326
+def length_buckets(lens: torch.Tensor, max_buckets: int = 4, min_size: int = 8) -> list[torch.Tensor]:
+    "Indices of the sequences in at most `max_buckets` groups of equal count (at least `min_size`), sorted by length"
+    k = max(1, min(max_buckets, lens.numel() // min_size))
+    return [torch.arange(lens.numel(), device=lens.device)] if k == 1 else list(torch.tensor_split(torch.argsort(lens, stable=True), k))
+
+# %% ../nbs/03_paged_attention.ipynb #66674c83
+@dataclass
+class PageBucket:
+    "One group of sequences of a `PagePlan`"
+    rows: torch.Tensor | None     # the query rows of these sequences (None: every row, in order)
+    seq: torch.Tensor | None      # each row's sequence within the bucket (decode: None)
+    col: torch.Tensor | None      # each row's index among its sequence's new tokens (decode: None)
+    max_q: int
+    blocks: torch.Tensor          # [num_seqs, pages] block ids
+    padding: torch.Tensor         # rows past each length in the gathered pages
+    allowed: torch.Tensor | None  # [num_seqs, 1, max_q, pages · B] attention mask; None: fresh prompts, plain causal
+
+@dataclass
+class PagePlan:
+    "Index work of a whole-page attention call that depends only on tables and lengths: made once per step, reused by every layer"
+    num_tokens: int
+    num_blocks: int
+    block_size: int
+    decode: bool
+    buckets: list[PageBucket]
+
+def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, cu_seqlens_q: torch.Tensor | None = None,
+               max_buckets: int = 4, min_size: int = 8) -> PagePlan:
+    "Validate a paged call's tables and lengths against `k_cache` (decode if `cu_seqlens_q` is None) and plan its buckets"
+    num_blocks, B = check_kv_cache(k_cache, k_cache)[:2]
+    dev = k_cache.device
+    if isinstance(block_tables, torch.Tensor) and block_tables.device != dev:
+        raise ValueError(f"block_tables is on {block_tables.device} but the cache is on {dev}")
+    lens = check_block_tables(block_tables, context_lens, num_blocks, B)
+    q_lens = check_query_lens(cu_seqlens_q, lens, None, dev)
+    decode, starts = cu_seqlens_q is None, torch.cumsum(q_lens, 0) - q_lens        # each sequence's first query row
+    groups = length_buckets(lens, max_buckets, min_size)
+    buckets = []
+    for idx in groups:
+        one = len(groups) == 1
+        b_lens, b_q = (lens, q_lens) if one else (lens[idx], q_lens[idx])
+        blocks = context_blocks(block_tables if one else block_tables[idx], b_lens, B)
+        k_pos = torch.arange(blocks.shape[1] * B, device=dev)
+        if decode:                                      # one query per sequence, at its last position: rows are the sequences
+            seq, col, max_q, rows = None, None, 1, None if one else idx
+            allowed = (k_pos[None, :] < b_lens[:, None])[:, None, None, :]
+        else:
+            seq = torch.repeat_interleave(torch.arange(idx.numel(), device=dev), b_q)
+            col = torch.arange(int(b_q.sum()), device=dev) - (torch.cumsum(b_q, 0) - b_q)[seq]
+            max_q = int(b_q.max())
+            q_pos = (b_lens - b_q)[:, None] + torch.arange(max_q, device=dev)[None, :]
+            fresh = bool((b_q == b_lens).all())         # no cached prefix: query row i is position i, and causal masking is enough
+            allowed = None if fresh else ((k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < b_lens[:, None, None]))[:, None]
+            rows = None if one else starts[idx][seq] + col
+        buckets.append(PageBucket(rows, seq, col, max_q, blocks, padding_rows(b_lens, k_pos.numel()), allowed))
+    return PagePlan(int(q_lens.sum()), num_blocks, B, decode, buckets)
+
+# %% ../nbs/03_paged_attention.ipynb #5add2fd6
+def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan, scale: float | None = None) -> torch.Tensor:
+    "Attention of the packed queries `q [num_tokens, Hq, d]` over whole pages, as `plan` lays them out, with fused SDPA"
+    num_blocks, B, _, head_dim = check_query(q, k_cache, v_cache)
+    if (num_blocks, B) != (plan.num_blocks, plan.block_size):
+        raise ValueError(f"the cache has {num_blocks} blocks of {B} slots but the plan was made for {plan.num_blocks} of {plan.block_size}")
+    if q.shape[0] != plan.num_tokens:
+        raise ValueError(f"q has {q.shape[0]} rows but the plan has {plan.num_tokens} query tokens"
+                         + (": decode takes one query per sequence" if plan.decode else ""))
+    scale, acc = check_scale(scale, head_dim), torch.float64 if q.dtype == torch.float64 else torch.float32
+    out = None if plan.buckets[0].rows is None else torch.empty_like(q)
+    for b in plan.buckets:
+        qb = q if b.rows is None else q[b.rows]
+        if plan.decode: grid = qb[:, :, None]                                         # one query per sequence: no grid to fill
+        else:
+            grid = qb.new_zeros(b.blocks.shape[0], b.max_q, *q.shape[1:]); grid[b.seq, b.col] = qb
+            grid = grid.transpose(1, 2)
+        k, v = gather_pages(k_cache, v_cache, b.blocks, b.padding)
+        o = F.scaled_dot_product_attention(grid.to(acc), k.transpose(1, 2).to(acc), v.transpose(1, 2).to(acc), attn_mask=b.allowed,
+                                           is_causal=b.allowed is None, scale=scale, enable_gqa=True)   # [seqs, Hq, max_q, d]
+        o = (o[:, :, 0] if plan.decode else o.transpose(1, 2)[b.seq, b.col]).to(q.dtype)
+        if out is None: return o
+        out[b.rows] = o
+    return out
+
+def sdpa_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
+                          context_lens, scale: float | None = None, plan: PagePlan | None = None) -> torch.Tensor:
+    "`paged_decode_attention`'s contract on whole pages with fused SDPA; pass `plan` (`plan_pages` of the same tables) to skip planning"
+    return sdpa_paged_attention(q, k_cache, v_cache, plan or plan_pages(block_tables, context_lens, k_cache), scale)
+
+def sdpa_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
+                           cu_seqlens_q: torch.Tensor, context_lens, scale: float | None = None, plan: PagePlan | None = None) -> torch.Tensor:
+    "`paged_prefill_attention`'s contract on whole pages with fused SDPA; pass `plan` (`plan_pages` of the same tables) to skip planning"
+    return sdpa_paged_attention(q, k_cache, v_cache, plan or plan_pages(block_tables, context_lens, k_cache, cu_seqlens_q), scale)

@@ -354,7 +354,7 @@ def engine_config(llm: LLM) -> dict:
     "The engine settings a run depends on, for the results file"
     sch, bm, shape = llm.scheduler, llm.block_manager, llm.config.shape
     return dict(model=str(llm.model_id), params=sum(p.numel() for p in llm.model.parameters()), device=str(llm.device),
-                dtype=shape.dtype, kv_dtype=shape.kv_dtype, attention_backend=llm.backend[0].__name__,
+                dtype=shape.dtype, kv_dtype=shape.kv_dtype, attention_backend=llm.backend.name,
                 allocator='reserved' if isinstance(bm, ReservationManager) else 'paged', block_size=bm.block_size,
                 num_blocks=bm.num_blocks, kv_bytes_per_token=shape.kv_bytes_per_token,
                 kv_pool_bytes=bm.num_blocks * bm.block_size * shape.kv_bytes_per_token, max_model_len=llm.max_model_len,

@@ -13,13 +13,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from .budget import ModelShape, shape_from_hf_config
-from .attention import allocate_kv_cache, paged_decode_attention, paged_prefill_attention, write_kv
+from typing import Callable
+from .attention import (allocate_kv_cache, check_slot_mapping, paged_decode_attention, paged_prefill_attention, plan_pages, sdpa_decode_attention,
+                                 sdpa_prefill_attention, write_kv)
 
 # %% auto #0
-__all__ = ['SUPPORTED_ARCHITECTURES', 'ModelConfig', 'config_from_hf', 'config_to_hf', 'tiny_config', 'RMSNorm', 'rope_table',
-           'apply_rope', 'AttentionMetadata', 'select_attention_backend', 'Attention', 'MLP', 'DecoderLayer',
-           'CausalLM', 'random_model', 'allocate_model_cache', 'single_sequence_metadata', 'contiguous_forward',
-           'load_weights', 'load_model', 'save_model']
+__all__ = ['SUPPORTED_ARCHITECTURES', 'BACKENDS', 'ModelConfig', 'config_from_hf', 'config_to_hf', 'tiny_config', 'RMSNorm',
+           'rope_table', 'apply_rope', 'AttentionMetadata', 'AttentionBackend', 'select_attention_backend',
+           'attention_calls', 'Attention', 'MLP', 'DecoderLayer', 'CausalLM', 'random_model', 'allocate_model_cache',
+           'single_sequence_metadata', 'contiguous_forward', 'load_weights', 'load_model', 'save_model']
 
 # %% ../nbs/07_model.ipynb #7e76dd0a
 SUPPORTED_ARCHITECTURES = ('LlamaForCausalLM', 'Qwen2ForCausalLM')
@@ -124,15 +126,40 @@ class AttentionMetadata:
     def is_decode(self) -> bool: return self.max_q_len == 1
 
 # %% ../nbs/07_model.ipynb #75705d98
-def select_attention_backend(name: str = 'auto', device: str | torch.device = 'cpu') -> tuple:
-    "The (decode, prefill) attention functions of backend `name`: 'torch', 'triton' or 'auto'"
-    if name not in ('auto', 'torch', 'triton'): raise ValueError(f"attention_backend must be 'auto', 'torch' or 'triton', got {name!r}")
-    if name == 'auto': name = 'triton' if torch.device(device).type == 'cuda' else 'torch'
-    if name == 'torch': return paged_decode_attention, paged_prefill_attention
+@dataclass(frozen=True)
+class AttentionBackend:
+    "Decode and prefill functions with chapter 03's signatures, and optionally the per-step `plan` they accept (as `plan=`)"
+    name: str
+    decode: Callable
+    prefill: Callable
+    plan: Callable | None = None     # plan(block_tables, context_lens, k_cache, cu_seqlens_q=None), once per step
+
+BACKENDS = ('auto', 'torch', 'sdpa', 'triton')
+
+def select_attention_backend(name: str = 'auto', device: str | torch.device = 'cpu') -> AttentionBackend:
+    "The attention backend `name`: 'torch', 'sdpa', 'triton' or 'auto' (Triton on a GPU, SDPA on pages elsewhere)"
+    if name not in BACKENDS: raise ValueError(f"attention_backend must be one of {', '.join(map(repr, BACKENDS))}, got {name!r}")
+    if name == 'auto': name = 'triton' if torch.device(device).type == 'cuda' else 'sdpa'
+    if name == 'torch': return AttentionBackend('torch', paged_decode_attention, paged_prefill_attention)
+    if name == 'sdpa': return AttentionBackend('sdpa', sdpa_decode_attention, sdpa_prefill_attention, plan_pages)
     from minipaged.triton_attention import triton_paged_decode_attention, triton_paged_prefill_attention
-    return triton_paged_decode_attention, triton_paged_prefill_attention
+    return AttentionBackend('triton', triton_paged_decode_attention, triton_paged_prefill_attention)
 
 # %% ../nbs/07_model.ipynb #c6b33ed0
+def attention_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache: torch.Tensor) -> list[tuple]:
+    "The step's attention calls, the same for every layer: (function, rows of q, arguments after the caches, keyword arguments)"
+    S, T = meta.context_lens.numel(), meta.positions.numel()
+    D = S if meta.is_decode else meta.num_decodes
+    calls = []
+    if D:
+        bt, cl = (meta.block_tables, meta.context_lens) if D == S else (meta.block_tables[:D], meta.context_lens[:D])
+        calls.append((backend.decode, slice(0, D), (bt, cl), dict(plan=backend.plan(bt, cl, k_cache)) if backend.plan else {}))
+    if D < S:
+        bt, cl, cu = meta.block_tables[D:], meta.context_lens[D:], meta.cu_seqlens_q[D:] - D
+        calls.append((backend.prefill, slice(D, T), (bt, cu, cl), dict(plan=backend.plan(bt, cl, k_cache, cu)) if backend.plan else {}))
+    return calls
+
+# %% ../nbs/07_model.ipynb #cf57eddf
 class Attention(nn.Module):
     "Grouped-query self-attention over the paged KV cache"
     def __init__(self, s: ModelShape):
@@ -143,23 +170,17 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(s.hidden_size, s.num_kv_heads * s.head_dim, bias=s.attention_bias)
         self.o_proj = nn.Linear(s.num_q_heads * s.head_dim, s.hidden_size, bias=False)
 
-    def forward(self, x, cos, sin, meta: AttentionMetadata, kv_cache, backend):
+    def forward(self, x, cos, sin, meta: AttentionMetadata, kv_cache, calls: list):
         T = x.shape[0]
         q = apply_rope(self.q_proj(x).view(T, self.num_heads, self.head_dim), cos, sin)
         k = apply_rope(self.k_proj(x).view(T, self.num_kv_heads, self.head_dim), cos, sin)
         v = self.v_proj(x).view(T, self.num_kv_heads, self.head_dim)
         k_cache, v_cache = kv_cache
-        write_kv(k_cache, v_cache, k, v, meta.slot_mapping)
-        decode, prefill = backend
-        D = meta.num_decodes
-        if meta.is_decode: o = decode(q, k_cache, v_cache, meta.block_tables, meta.context_lens)
-        elif D == 0: o = prefill(q, k_cache, v_cache, meta.block_tables, meta.cu_seqlens_q, meta.context_lens)
-        else:    # a mixed step: decodes through the decode path, so they are not padded to the longest prefill chunk
-            o = torch.cat([decode(q[:D], k_cache, v_cache, meta.block_tables[:D], meta.context_lens[:D]),
-                           prefill(q[D:], k_cache, v_cache, meta.block_tables[D:], meta.cu_seqlens_q[D:] - D, meta.context_lens[D:])])
-        return self.o_proj(o.reshape(T, -1))
+        write_kv(k_cache, v_cache, k, v, meta.slot_mapping, checked=True)                  # the model checked it once for all layers
+        outs = [fn(q[rows], k_cache, v_cache, *args, **kw) for fn, rows, args, kw in calls]   # decodes, then prefill chunks
+        return self.o_proj((outs[0] if len(outs) == 1 else torch.cat(outs)).reshape(T, -1))
 
-# %% ../nbs/07_model.ipynb #1a841c71
+# %% ../nbs/07_model.ipynb #cddc6938
 class MLP(nn.Module):
     "The SwiGLU feed-forward block: down(silu(gate(x)) * up(x))"
     def __init__(self, s: ModelShape):
@@ -176,11 +197,11 @@ class DecoderLayer(nn.Module):
         s = cfg.shape
         self.input_layernorm, self.post_attention_layernorm = RMSNorm(s.hidden_size, cfg.rms_norm_eps), RMSNorm(s.hidden_size, cfg.rms_norm_eps)
         self.self_attn, self.mlp = Attention(s), MLP(s)
-    def forward(self, x, cos, sin, meta, kv_cache, backend):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, meta, kv_cache, backend)
+    def forward(self, x, cos, sin, meta, kv_cache, calls):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, meta, kv_cache, calls)
         return x + self.mlp(self.post_attention_layernorm(x))
 
-# %% ../nbs/07_model.ipynb #cddc6938
+# %% ../nbs/07_model.ipynb #9b035c05
 class _Decoder(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -202,10 +223,13 @@ class CausalLM(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None) -> torch.Tensor:
         "Hidden states `[num_tokens, hidden]` of the packed new tokens; writes their K/V into `kv_caches`"
-        backend = backend or select_attention_backend('torch')
+        k0 = kv_caches[0][0]
+        check_slot_mapping(meta.slot_mapping, input_ids.numel(), k0.shape[0] * k0.shape[1], k0.device)   # once, for every layer's write
+        if meta.slot_mapping.dtype != torch.int64: raise ValueError(f"slot_mapping must be int64, got {meta.slot_mapping.dtype}")
+        calls = attention_calls(meta, backend or select_attention_backend('torch'), k0)       # planned once, used by every layer
         cos, sin = self.rope_cos[meta.positions], self.rope_sin[meta.positions]
         x = self.model.embed_tokens(input_ids)
-        for layer, kv in zip(self.model.layers, kv_caches): x = layer(x, cos, sin, meta, kv, backend)
+        for layer, kv in zip(self.model.layers, kv_caches): x = layer(x, cos, sin, meta, kv, calls)
         return self.model.norm(x)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:

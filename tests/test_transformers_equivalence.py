@@ -65,8 +65,9 @@ def test_one_prompt_at_a_time(checkpoint, reference):
         assert llm.generate([p], SamplingParams(max_tokens=n, temperature=0.0, ignore_eos=True))[0].outputs[0].token_ids == w
 
 @pytest.mark.parametrize('kw', [dict(block_size=16), dict(block_size=1), dict(block_size=32), dict(block_size=16, max_num_batched_tokens=5),
-                                dict(block_size=8, num_blocks=24), dict(block_size=16, enable_prefix_caching=False)],
-                         ids=['continuous-b16', 'b1', 'b32', 'chunked-5', 'tiny-pool-preempts', 'no-prefix-cache'])
+                                dict(block_size=8, num_blocks=24), dict(block_size=16, enable_prefix_caching=False),
+                                dict(block_size=16, attention_backend='torch'), dict(block_size=8, num_blocks=24, attention_backend='torch')],
+                         ids=['continuous-b16', 'b1', 'b32', 'chunked-5', 'tiny-pool-preempts', 'no-prefix-cache', 'reference-backend', 'reference-backend-preempts'])
 def test_all_together(checkpoint, reference, kw):
     _, path = checkpoint
     prompts, news, want = reference
