@@ -17,9 +17,9 @@ __all__ = ['INDEX_DTYPES', 'allocate_kv_cache', 'slots_for', 'make_block_tables'
            'write_kv', 'gather_kv', 'layout_rows', 'plot_layout', 'check_block_tables', 'check_query',
            'check_query_lens', 'check_scale', 'check_paged_inputs', 'context_slots', 'gather_context',
            'masked_attention', 'paged_decode_attention', 'query_grid', 'paged_prefill_attention', 'PagedBatch',
-           'random_paged_batch', 'reference_attention', 'context_blocks', 'padding_rows', 'gather_pages',
-           'length_buckets', 'PageBucket', 'PagePlan', 'plan_pages', 'sdpa_paged_attention', 'sdpa_decode_attention',
-           'sdpa_prefill_attention']
+           'random_paged_batch', 'reference_attention', 'context_blocks', 'padding_rows', 'PageWorkspace',
+           'gather_pages', 'length_buckets', 'PageBucket', 'PagePlan', 'plan_pages', 'sdpa_paged_attention',
+           'sdpa_decode_attention', 'sdpa_prefill_attention']
 
 # %% ../nbs/03_paged_attention.ipynb #7688adbd
 def allocate_kv_cache(num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
@@ -361,12 +361,27 @@ def padding_rows(context_lens: torch.Tensor, length: int) -> torch.Tensor:
     "Rows `s · length + p` of the positions `p ≥ context_lens[s]` in a `[num_seqs, length]` layout"
     return (torch.arange(length, device=context_lens.device)[None, :] >= context_lens[:, None]).view(-1).nonzero().view(-1)
 
-def gather_pages(k_cache: torch.Tensor, v_cache: torch.Tensor, blocks: torch.Tensor, padding: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+class PageWorkspace:
+    "Buffers that gathered pages reuse from call to call: grown to the largest gather seen and kept; serves one model run at a time"
+    def __init__(self): self.k = self.v = None
+    def buffers(self, rows: int, cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        "Two `[rows, Hkv, d]` buffers in `cache`'s dtype and device (contents undefined)"
+        shape = (cache.shape[2], cache.shape[3])
+        if self.k is None or self.k.shape[0] < rows or self.k.shape[1:] != shape or self.k.dtype != cache.dtype or self.k.device != cache.device:
+            n = max(rows, self.k.shape[0] * 3 // 2 if self.k is not None else 0)      # grow by half again: a few growths, then none
+            self.k, self.v = cache.new_empty(n, *shape), cache.new_empty(n, *shape)
+        return self.k[:rows], self.v[:rows]
+
+def gather_pages(k_cache: torch.Tensor, v_cache: torch.Tensor, blocks: torch.Tensor, padding: torch.Tensor,
+                 workspace: PageWorkspace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     "Keys and values of whole pages `blocks [num_seqs, pages]`, each `[num_seqs, pages · B, Hkv, d]`, the `padding` rows zeroed"
     S, W = blocks.shape
     _, B, H, d = k_cache.shape
-    k = k_cache.index_select(0, blocks.reshape(-1)).view(S * W * B, H, d)
-    v = v_cache.index_select(0, blocks.reshape(-1)).view(S * W * B, H, d)
+    if workspace is None: k, v = k_cache.index_select(0, blocks.reshape(-1)), v_cache.index_select(0, blocks.reshape(-1))
+    else:
+        k, v = (x.view(S * W, B, H, d) for x in workspace.buffers(S * W * B, k_cache))
+        torch.index_select(k_cache, 0, blocks.reshape(-1), out=k); torch.index_select(v_cache, 0, blocks.reshape(-1), out=v)
+    k, v = k.view(S * W * B, H, d), v.view(S * W * B, H, d)
     if padding.numel(): k.index_fill_(0, padding, 0); v.index_fill_(0, padding, 0)   # touches only the padding rows
     return k.view(S, W * B, H, d), v.view(S, W * B, H, d)
 
@@ -396,17 +411,21 @@ class PagePlan:
     block_size: int
     decode: bool
     buckets: list[PageBucket]
+    workspace: PageWorkspace | None = None     # where the gathers go (None: fresh tensors)
 
 def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, cu_seqlens_q: torch.Tensor | None = None,
-               max_buckets: int = 4, min_size: int = 8) -> PagePlan:
+               max_buckets: int | None = None, min_size: int | None = None, workspace: PageWorkspace | None = None) -> PagePlan:
     "Validate a paged call's tables and lengths against `k_cache` (decode if `cu_seqlens_q` is None) and plan its buckets"
+    decode = cu_seqlens_q is None
+    max_buckets = max_buckets or (4 if decode else 8)      # decode: a call's fixed cost dominates; prefill: the quadratic work does
+    min_size = min_size or (8 if decode else 2)
     num_blocks, B = check_kv_cache(k_cache, k_cache)[:2]
     dev = k_cache.device
     if isinstance(block_tables, torch.Tensor) and block_tables.device != dev:
         raise ValueError(f"block_tables is on {block_tables.device} but the cache is on {dev}")
     lens = check_block_tables(block_tables, context_lens, num_blocks, B)
     q_lens = check_query_lens(cu_seqlens_q, lens, None, dev)
-    decode, starts = cu_seqlens_q is None, torch.cumsum(q_lens, 0) - q_lens        # each sequence's first query row
+    starts = torch.cumsum(q_lens, 0) - q_lens                                      # each sequence's first query row
     groups = length_buckets(lens, max_buckets, min_size)
     buckets = []
     for idx in groups:
@@ -426,7 +445,7 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
             allowed = None if fresh else ((k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < b_lens[:, None, None]))[:, None]
             rows = None if one else starts[idx][seq] + col
         buckets.append(PageBucket(rows, seq, col, max_q, blocks, padding_rows(b_lens, k_pos.numel()), allowed))
-    return PagePlan(int(q_lens.sum()), num_blocks, B, decode, buckets)
+    return PagePlan(int(q_lens.sum()), num_blocks, B, decode, buckets, workspace)
 
 # %% ../nbs/03_paged_attention.ipynb #5add2fd6
 def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan, scale: float | None = None) -> torch.Tensor:
@@ -445,7 +464,7 @@ def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
         else:
             grid = qb.new_zeros(b.blocks.shape[0], b.max_q, *q.shape[1:]); grid[b.seq, b.col] = qb
             grid = grid.transpose(1, 2)
-        k, v = gather_pages(k_cache, v_cache, b.blocks, b.padding)
+        k, v = gather_pages(k_cache, v_cache, b.blocks, b.padding, plan.workspace)
         o = F.scaled_dot_product_attention(grid.to(acc), k.transpose(1, 2).to(acc), v.transpose(1, 2).to(acc), attn_mask=b.allowed,
                                            is_causal=b.allowed is None, scale=scale, enable_gqa=True)   # [seqs, Hq, max_q, d]
         o = (o[:, :, 0] if plan.decode else o.transpose(1, 2)[b.seq, b.col]).to(q.dtype)

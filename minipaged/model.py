@@ -13,8 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from .budget import ModelShape, shape_from_hf_config
+from functools import partial
 from typing import Callable
-from .attention import (allocate_kv_cache, check_slot_mapping, paged_decode_attention, paged_prefill_attention, plan_pages, sdpa_decode_attention,
+from .attention import (PageWorkspace, allocate_kv_cache, check_slot_mapping, paged_decode_attention, paged_prefill_attention, plan_pages, sdpa_decode_attention,
                                  sdpa_prefill_attention, write_kv)
 
 # %% auto #0
@@ -141,7 +142,7 @@ def select_attention_backend(name: str = 'auto', device: str | torch.device = 'c
     if name not in BACKENDS: raise ValueError(f"attention_backend must be one of {', '.join(map(repr, BACKENDS))}, got {name!r}")
     if name == 'auto': name = 'triton' if torch.device(device).type == 'cuda' else 'sdpa'
     if name == 'torch': return AttentionBackend('torch', paged_decode_attention, paged_prefill_attention)
-    if name == 'sdpa': return AttentionBackend('sdpa', sdpa_decode_attention, sdpa_prefill_attention, plan_pages)
+    if name == 'sdpa': return AttentionBackend('sdpa', sdpa_decode_attention, sdpa_prefill_attention, partial(plan_pages, workspace=PageWorkspace()))
     from minipaged.triton_attention import triton_paged_decode_attention, triton_paged_prefill_attention
     return AttentionBackend('triton', triton_paged_decode_attention, triton_paged_prefill_attention)
 
