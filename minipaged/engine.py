@@ -188,7 +188,7 @@ def _prepare(self, batch: ScheduledBatch):
         pos += range(start, start + n)
         slots += bm.slots(rid, start, start + n)
         tables.append(bm.block_table(rid)); ctx.append(start + n); cu.append(cu[-1] + n)
-        if start + n == req.num_tokens: need.append(cu[-1] - 1)
+        if start + n == req.num_tokens: need.append(len(ctx) - 1)     # its index in the batch
     width = max(map(len, tables))
     bt = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32)
     dev, i64 = self.device, torch.int64
@@ -214,8 +214,8 @@ def step(self, partial: bool = True) -> list[RequestOutput]:
     if not batch.requests: return self._drain_finished()
     if batch.copies: self._copy_blocks(batch.copies)
     ids, meta, need = self._prepare(batch)
-    hidden = self.model(ids, meta, self.kv_caches, self.backend)
-    logits = self.model.compute_logits(hidden[need]) if need else None
+    hidden = self.model(ids, meta, self.kv_caches, self.backend, last_of=need)
+    logits = self.model.compute_logits(hidden) if need else None
     done = [r for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions) if s + n == r.num_tokens]
     rows, params, gens, targets, forks = [], [], [], [], []
     for i, req in enumerate(done):

@@ -21,8 +21,9 @@ from .attention import (PageWorkspace, allocate_kv_cache, check_slot_mapping, pa
 # %% auto #0
 __all__ = ['SUPPORTED_ARCHITECTURES', 'BACKENDS', 'ModelConfig', 'config_from_hf', 'config_to_hf', 'tiny_config', 'RMSNorm',
            'rope_table', 'apply_rope', 'AttentionMetadata', 'AttentionBackend', 'select_attention_backend',
-           'attention_calls', 'Attention', 'MLP', 'DecoderLayer', 'CausalLM', 'random_model', 'allocate_model_cache',
-           'single_sequence_metadata', 'contiguous_forward', 'load_weights', 'load_model', 'save_model']
+           'attention_calls', 'last_token_calls', 'Attention', 'MLP', 'DecoderLayer', 'CausalLM', 'random_model',
+           'allocate_model_cache', 'single_sequence_metadata', 'contiguous_forward', 'load_weights', 'load_model',
+           'save_model']
 
 # %% ../nbs/07_model.ipynb #7e76dd0a
 SUPPORTED_ARCHITECTURES = ('LlamaForCausalLM', 'Qwen2ForCausalLM')
@@ -160,6 +161,13 @@ def attention_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache:
         calls.append((backend.prefill, slice(D, T), (bt, cu, cl), dict(plan=backend.plan(bt, cl, k_cache, cu)) if backend.plan else {}))
     return calls
 
+def last_token_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache: torch.Tensor, seqs: torch.Tensor) -> tuple:
+    "The rows of the last new token of sequences `seqs`, and the one call that attends for just those tokens (each sees its whole context)"
+    rows = meta.cu_seqlens_q.long()[1:][seqs] - 1
+    if not len(seqs): return rows, []
+    bt, cl = meta.block_tables[seqs], meta.context_lens[seqs]
+    return rows, [(backend.decode, slice(0, len(seqs)), (bt, cl), dict(plan=backend.plan(bt, cl, k_cache)) if backend.plan else {})]
+
 # %% ../nbs/07_model.ipynb #cf57eddf
 class Attention(nn.Module):
     "Grouped-query self-attention over the paged KV cache"
@@ -171,15 +179,19 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(s.hidden_size, s.num_kv_heads * s.head_dim, bias=s.attention_bias)
         self.o_proj = nn.Linear(s.num_q_heads * s.head_dim, s.hidden_size, bias=False)
 
-    def forward(self, x, cos, sin, meta: AttentionMetadata, kv_cache, calls: list):
+    def forward(self, x, cos, sin, meta: AttentionMetadata, kv_cache, calls: list, rows=None):
+        "Write every token's K/V; attend for every token, or only for `rows` (then `calls` covers just those)"
         T = x.shape[0]
-        q = apply_rope(self.q_proj(x).view(T, self.num_heads, self.head_dim), cos, sin)
         k = apply_rope(self.k_proj(x).view(T, self.num_kv_heads, self.head_dim), cos, sin)
         v = self.v_proj(x).view(T, self.num_kv_heads, self.head_dim)
         k_cache, v_cache = kv_cache
         write_kv(k_cache, v_cache, k, v, meta.slot_mapping, checked=True)                  # the model checked it once for all layers
-        outs = [fn(q[rows], k_cache, v_cache, *args, **kw) for fn, rows, args, kw in calls]   # decodes, then prefill chunks
-        return self.o_proj((outs[0] if len(outs) == 1 else torch.cat(outs)).reshape(T, -1))
+        if rows is not None: x, cos, sin = x[rows], cos[rows], sin[rows]
+        n = x.shape[0]
+        q = apply_rope(self.q_proj(x).view(n, self.num_heads, self.head_dim), cos, sin)
+        outs = [fn(q[r], k_cache, v_cache, *args, **kw) for fn, r, args, kw in calls]      # decodes, then prefill chunks
+        if not outs: return x                                                          # no rows wanted: nothing to attend
+        return self.o_proj((outs[0] if len(outs) == 1 else torch.cat(outs)).reshape(n, -1))
 
 # %% ../nbs/07_model.ipynb #cddc6938
 class MLP(nn.Module):
@@ -198,8 +210,8 @@ class DecoderLayer(nn.Module):
         s = cfg.shape
         self.input_layernorm, self.post_attention_layernorm = RMSNorm(s.hidden_size, cfg.rms_norm_eps), RMSNorm(s.hidden_size, cfg.rms_norm_eps)
         self.self_attn, self.mlp = Attention(s), MLP(s)
-    def forward(self, x, cos, sin, meta, kv_cache, calls):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, meta, kv_cache, calls)
+    def forward(self, x, cos, sin, meta, kv_cache, calls, rows=None):
+        x = (x if rows is None else x[rows]) + self.self_attn(self.input_layernorm(x), cos, sin, meta, kv_cache, calls, rows)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 # %% ../nbs/07_model.ipynb #9b035c05
@@ -222,15 +234,20 @@ class CausalLM(nn.Module):
         cos, sin = rope_table(s.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
         self.register_buffer('rope_cos', cos, persistent=False); self.register_buffer('rope_sin', sin, persistent=False)
 
-    def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None) -> torch.Tensor:
-        "Hidden states `[num_tokens, hidden]` of the packed new tokens; writes their K/V into `kv_caches`"
-        k0 = kv_caches[0][0]
+    def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None, last_of=None) -> torch.Tensor:
+        "Hidden states `[num_tokens, hidden]` of the packed new tokens — or, given `last_of` (sequence indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`"
+        k0, backend = kv_caches[0][0], backend or select_attention_backend('torch')
         check_slot_mapping(meta.slot_mapping, input_ids.numel(), k0.shape[0] * k0.shape[1], k0.device)   # once, for every layer's write
         if meta.slot_mapping.dtype != torch.int64: raise ValueError(f"slot_mapping must be int64, got {meta.slot_mapping.dtype}")
-        calls = attention_calls(meta, backend or select_attention_backend('torch'), k0)       # planned once, used by every layer
+        calls = attention_calls(meta, backend, k0)                                  # planned once, used by every layer
         cos, sin = self.rope_cos[meta.positions], self.rope_sin[meta.positions]
         x = self.model.embed_tokens(input_ids)
-        for layer, kv in zip(self.model.layers, kv_caches): x = layer(x, cos, sin, meta, kv, calls)
+        layers = list(zip(self.model.layers, kv_caches))
+        if last_of is not None: (last, last_kv), layers = layers[-1], layers[:-1]
+        for layer, kv in layers: x = layer(x, cos, sin, meta, kv, calls)
+        if last_of is not None:                                                      # the last layer: only the rows that will be sampled
+            rows, last_calls = last_token_calls(meta, backend, k0, torch.as_tensor(last_of, dtype=torch.long, device=k0.device))
+            x = last(x, cos, sin, meta, last_kv, last_calls, rows)
         return self.model.norm(x)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
