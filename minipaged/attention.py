@@ -401,7 +401,7 @@ class PageBucket:
     max_q: int
     blocks: torch.Tensor          # [num_seqs, pages] block ids
     padding: torch.Tensor         # rows past each length in the gathered pages
-    allowed: torch.Tensor | None  # [num_seqs, 1, max_q, pages · B] attention mask; None: fresh prompts, plain causal
+    allowed: torch.Tensor | None  # [num_seqs, 1, max_q, pages · B] additive mask (0 or -inf); None: fresh prompts, plain causal
 
 @dataclass
 class PagePlan:
@@ -426,6 +426,7 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
     lens = check_block_tables(block_tables, context_lens, num_blocks, B)
     q_lens = check_query_lens(cu_seqlens_q, lens, None, dev)
     starts = torch.cumsum(q_lens, 0) - q_lens                                      # each sequence's first query row
+    acc = torch.float64 if k_cache.dtype == torch.float64 else torch.float32       # the dtype attention runs in
     groups = length_buckets(lens, max_buckets, min_size)
     buckets = []
     for idx in groups:
@@ -444,6 +445,8 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
             fresh = bool((b_q == b_lens).all())         # no cached prefix: query row i is position i, and causal masking is enough
             allowed = None if fresh else ((k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < b_lens[:, None, None]))[:, None]
             rows = None if one else starts[idx][seq] + col
+        if allowed is not None:                         # additive, in the accumulation dtype: SDPA would convert a boolean mask per call
+            allowed = torch.zeros(allowed.shape, dtype=acc, device=dev).masked_fill_(~allowed, float('-inf'))
         buckets.append(PageBucket(rows, seq, col, max_q, blocks, padding_rows(b_lens, k_pos.numel()), allowed))
     return PagePlan(int(q_lens.sum()), num_blocks, B, decode, buckets, workspace)
 
@@ -459,7 +462,7 @@ def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     scale, acc = check_scale(scale, head_dim), torch.float64 if q.dtype == torch.float64 else torch.float32
     out = None if plan.buckets[0].rows is None else torch.empty_like(q)
     for b in plan.buckets:
-        qb = q if b.rows is None else q[b.rows]
+        qb = q if b.rows is None else q.index_select(0, b.rows)
         if plan.decode: grid = qb[:, :, None]                                         # one query per sequence: no grid to fill
         else:
             grid = qb.new_zeros(b.blocks.shape[0], b.max_q, *q.shape[1:]); grid[b.seq, b.col] = qb
@@ -469,7 +472,7 @@ def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
                                            is_causal=b.allowed is None, scale=scale, enable_gqa=True)   # [seqs, Hq, max_q, d]
         o = (o[:, :, 0] if plan.decode else o.transpose(1, 2)[b.seq, b.col]).to(q.dtype)
         if out is None: return o
-        out[b.rows] = o
+        out.index_copy_(0, b.rows, o)
     return out
 
 def sdpa_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
