@@ -51,6 +51,7 @@ if __name__ == '__main__':
     ap.add_argument('--requests', type=int, default=64)
     ap.add_argument('--hf-batch', type=int, nargs='+', default=[16, 32, 64], help='padded static batch sizes to try')
     ap.add_argument('--rounds', type=int, default=3, help='alternating rounds of minipaged and the padded batches')
+    ap.add_argument('--with-reference', action='store_true', help="also run minipaged on chapter 03's reference attention backend ('torch') each round")
     ap.add_argument('--json', help='write results to this path')
     ap.add_argument('--profile', action='store_true', help='profile minipaged alone (cProfile, top functions by own time) and stop')
     a = ap.parse_args()
@@ -71,9 +72,11 @@ if __name__ == '__main__':
         with warnings.catch_warnings():
             warnings.simplefilter('ignore'); hf = LlamaForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
         hf.generation_config.eos_token_id = None
-        mp_runs, hfb_runs = [], {b: [] for b in a.hf_batch}
+        mp_runs, ref_runs, hfb_runs = [], [], {b: [] for b in a.hf_batch}
         for _ in range(a.rounds):
             mp_runs.append(run_minipaged(d, reqs, block_size=16, max_num_seqs=64, max_num_batched_tokens=2048))
+            if a.with_reference:
+                ref_runs.append(run_minipaged(d, reqs, block_size=16, max_num_seqs=64, max_num_batched_tokens=2048, attention_backend='torch'))
             for b in a.hf_batch: hfb_runs[b].append(run_hf(hf, reqs, b))
         hf1, hf1_dt, hf1_out = run_hf(hf, reqs, 1)
     same = sum(x == y for x, y in zip(mp_runs[0][2], hf1_out))
@@ -82,8 +85,12 @@ if __name__ == '__main__':
     best = [max(hfb_runs[b][i][0] for b in a.hf_batch) for i in range(a.rounds)]     # each round's best padded batch
     ratios = [m[0] / h for m, h in zip(mp_runs, best)]
     mp = med(mp_runs)
-    rows = [dict(system='minipaged LLM.generate (continuous, paged)', tok_per_s=mp, range=span(mp_runs), runs=len(mp_runs), minipaged_is="-"),
-            dict(system='transformers generate, one at a time', tok_per_s=hf1, range='-', runs=1, minipaged_is=f"{mp / hf1:.2f}x faster")]
+    rows = [dict(system='minipaged LLM.generate (continuous, paged)', tok_per_s=mp, range=span(mp_runs), runs=len(mp_runs), minipaged_is="-")]
+    if ref_runs:
+        assert all(r[2] == mp_runs[0][2] for r in ref_runs), 'the reference backend produced different tokens'
+        rows.append(dict(system="minipaged on the reference attention backend ('torch')", tok_per_s=med(ref_runs), range=span(ref_runs),
+                         runs=len(ref_runs), minipaged_is=f"{statistics.median(m[0] / r[0] for m, r in zip(mp_runs, ref_runs)):.2f}x faster"))
+    rows.append(dict(system='transformers generate, one at a time', tok_per_s=hf1, range='-', runs=1, minipaged_is=f"{mp / hf1:.2f}x faster"))
     rows += [dict(system=f'transformers generate, padded batches of {b}', tok_per_s=med(hfb_runs[b]), range=span(hfb_runs[b]), runs=a.rounds,
                   minipaged_is=f"{mp / med(hfb_runs[b]):.2f}x faster") for b in a.hf_batch]
     print(format_rows([{k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()} for r in rows]))
@@ -95,4 +102,5 @@ if __name__ == '__main__':
         Path(a.json).write_text(json.dumps(dict(machine=platform.processor() or platform.machine(), torch=torch.__version__, threads=torch.get_num_threads(),
                                                 requests=a.requests, identical=same, rows=rows, ratio_vs_best_padded_per_round=ratios,
                                                 ratio_vs_best_padded=statistics.median(ratios), minipaged_tok_per_s=[r[0] for r in mp_runs],
+                                                reference_backend_tok_per_s=[r[0] for r in ref_runs],
                                                 padded_tok_per_s={b: [r[0] for r in runs] for b, runs in hfb_runs.items()}), indent=2))
