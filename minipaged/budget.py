@@ -6,7 +6,7 @@ Docs: https://minipaged.github.io/minipaged/kv_budget.html.md"""
 
 # %% ../nbs/00_kv_budget.ipynb #9fb1a724
 from __future__ import annotations
-import csv, json, math
+import csv, json, math, os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -170,8 +170,8 @@ def preset(name: str) -> ModelShape:
 
 # %% ../nbs/00_kv_budget.ipynb #622a8ed9
 def write_figure(fig, rows: list[dict], out_dir, stem: str) -> dict:
-    "Save `fig` as `stem.png` and its data `rows` as `stem.csv` in `out_dir`; return the paths"
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    "Save `fig` as `stem.png` and its data `rows` as `stem.csv` in `out_dir` (or `$MINIPAGED_FIGURE_DIR`, which test runs set); return the paths"
+    out = Path(os.environ.get('MINIPAGED_FIGURE_DIR') or out_dir); out.mkdir(parents=True, exist_ok=True)
     png, data = out / f'{stem}.png', out / f'{stem}.csv'
     fig.savefig(png, dpi=110, bbox_inches='tight', metadata={'Software': None})   # no version stamp: byte-stable files
     with data.open('w', newline='') as f:

@@ -1,5 +1,8 @@
-import os
+import os, tempfile
 os.environ.setdefault('MPLBACKEND', 'Agg')   # figures render headless in every test process
+# Notebooks write their figures through `write_figure`: under test they go to a scratch folder, so a test
+# run never rewrites the committed figures (chapter 09's are timings, different on every run).
+os.environ.setdefault('MINIPAGED_FIGURE_DIR', tempfile.mkdtemp(prefix='minipaged-figures-'))
 
 # Without a GPU, Triton kernels run in its interpreter, which must be switched on before anything
 # imports triton (transformers does, on import): set it here, before any test module is imported.
