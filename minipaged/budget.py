@@ -13,7 +13,7 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'KiB', 'MiB', 'GiB', 'PRESET_CONFIGS', 'fmt_bytes', 'canonical_dtype', 'dtype_bytes',
            'check_positive', 'cdiv', 'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count', 'weight_bytes',
-           'shape_from_hf_config', 'preset', 'write_figure', 'kv_context_rows', 'plot_kv_context',
+           'shape_from_hf_config', 'preset', 'write_figure', 'figure_dir', 'kv_context_rows', 'plot_kv_context',
            'prefill_activation_bytes', 'MemoryBudget', 'memory_budget', 'CapacityEstimate', 'capacity', 'kv_calculator']
 
 # %% ../nbs/00_kv_budget.ipynb #34460c3f
@@ -170,13 +170,17 @@ def preset(name: str) -> ModelShape:
 
 # %% ../nbs/00_kv_budget.ipynb #622a8ed9
 def write_figure(fig, rows: list[dict], out_dir, stem: str) -> dict:
-    "Save `fig` as `stem.png` and its data `rows` as `stem.csv` in `out_dir` (or `$MINIPAGED_FIGURE_DIR`, which test runs set); return the paths"
-    out = Path(os.environ.get('MINIPAGED_FIGURE_DIR') or out_dir); out.mkdir(parents=True, exist_ok=True)
+    "Save `fig` as `stem.png` and its data `rows` as `stem.csv` in `out_dir`; return the paths"
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     png, data = out / f'{stem}.png', out / f'{stem}.csv'
     fig.savefig(png, dpi=110, bbox_inches='tight', metadata={'Software': None})   # no version stamp: byte-stable files
     with data.open('w', newline='') as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0])); w.writeheader(); w.writerows(rows)
     return {'png': str(png), 'csv': str(data)}
+
+def figure_dir(default: str = 'figures') -> Path:
+    "Where the chapters write their figures: `default` (next to the notebooks), or `$MINIPAGED_FIGURE_DIR`, which test runs set"
+    return Path(os.environ.get('MINIPAGED_FIGURE_DIR') or default)
 
 # %% ../nbs/00_kv_budget.ipynb #3333e78c
 def kv_context_rows(shape: ModelShape, contexts, kv_heads=(32, 8, 1)) -> list[dict]:
