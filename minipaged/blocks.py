@@ -149,12 +149,17 @@ def _plan(self, tokens: tuple, salt):
     return root, hits, hashes, uids, total - len(hits), len(self._free) + len(self._evictable) - revived
 
 @patch_to(BlockManager)
+def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
+    "`(fits, cached_tokens)`: would `allocate(…, token_ids, salt)` succeed now, and how many leading tokens would the prefix cache supply? Changes nothing"
+    tokens = tuple(token_ids)
+    if self.blocks_needed(len(tokens)) > self.num_blocks: return False, 0
+    _, hits, _, _, new, available = self._plan(tokens, salt)
+    return new <= available, len(hits) * self.block_size
+
+@patch_to(BlockManager)
 def can_allocate(self, token_ids, salt=None) -> bool:
     "Would `allocate(…, token_ids, salt)` succeed now (counting prefix-cache hits and evictable cached blocks)?"
-    tokens = tuple(token_ids)
-    if self.blocks_needed(len(tokens)) > self.num_blocks: return False
-    *_, new, available = self._plan(tokens, salt)
-    return new <= available
+    return self.plan_allocation(token_ids, salt)[0]
 
 @patch_to(BlockManager)
 def allocate(self, seq_id, token_ids, salt=None) -> int:
@@ -473,6 +478,11 @@ def _blocks(self, region: int) -> list[int]:
 def can_allocate(self, token_ids, salt=None) -> bool:
     "Would `allocate` succeed now: the prompt fits `max_model_len` and a region is free"
     return 0 < len(list(token_ids)) <= self.max_model_len and bool(self._free_regions)
+
+@patch_to(ReservationManager)
+def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
+    "`(fits, 0)`: a reservation caches nothing"
+    return self.can_allocate(token_ids, salt), 0
 
 @patch_to(ReservationManager)
 def allocate(self, seq_id, token_ids, salt=None) -> int:

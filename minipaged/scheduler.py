@@ -211,12 +211,12 @@ def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> N
         need = req.num_samples if not req.output_token_ids else 1
         if seats + need > self.max_num_seqs: break
         tokens = req.all_token_ids
-        if not self.bm.can_allocate(tokens, req.cache_salt): break
+        fits, cached = self.bm.plan_allocation(tokens, req.cache_salt)   # asks; changes nothing
+        if not fits: break
         if self.bm.num_available_blocks - self.bm.blocks_needed(len(tokens)) < self.watermark_blocks and self.running: break
-        cached = self.bm.allocate(req.request_id, tokens, req.cache_salt)
         n = min(len(tokens) - cached, budget)
-        if not self.chunked and n < len(tokens) - cached:        # the whole prompt must fit this step
-            self.bm.free(req.request_id); break
+        if not self.chunked and n < len(tokens) - cached: break   # the whole prompt must fit this step: it waits, untouched
+        cached = self.bm.allocate(req.request_id, tokens, req.cache_salt)
         self.waiting.pop(0)
         req.status, req.num_computed_tokens, req.num_cached_tokens, req.num_reserved = Status.RUNNING, cached, cached, len(tokens)
         req.scheduled_step = step
