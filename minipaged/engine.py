@@ -248,9 +248,12 @@ def _output(self, rid) -> RequestOutput:
                              finish_reason=r.finish_reason.value if r.finish_reason else None) for r in reqs]
     first = reqs[0]
     finished = all(r.finished for r in reqs)       # forks are made in the step of the first token: a request ended before it has one sample
+    if finished and len(outs) < g['params'].n:     # it ended before its prompt did: the samples it never forked end the same way, empty
+        outs += [CompletionOutput(index=j, token_ids=[], text='' if self.tokenizer else None, finish_reason=outs[0].finish_reason)
+                 for j in range(len(outs), g['params'].n)]
     metrics = dict(arrival_time=first.arrival_time, first_scheduled_time=first.first_scheduled_time, first_token_time=first.first_token_time,
                    finished_time=max((r.finished_time for r in reqs if r.finished_time is not None), default=None),
-                   token_times=[list(r.token_times) for r in reqs], num_cached_tokens=first.num_cached_tokens,
+                   token_times=[list(r.token_times) for r in reqs] + [[] for _ in range(len(reqs), len(outs))], num_cached_tokens=first.num_cached_tokens,
                    num_preemptions=sum(r.num_preemptions for r in reqs), reject_reason=first.reject_reason)
     return RequestOutput(rid, g['prompt'], list(first.prompt_token_ids), outs, finished, metrics)
 
