@@ -16,17 +16,18 @@ from .budget import MiB, check_positive, fmt_bytes, prefill_activation_bytes, we
 from .paging import compare_allocation, format_rows
 from .blocks import ReservationManager
 from .engine import LLM, SamplingParams
+from .scheduler import distribution
 
 # %% auto #0
 __all__ = ['LENGTH_KINDS', 'ARRIVALS', 'STATUSES', 'LIMITS', 'SPREAD_KEYS', 'BASELINE_KNOBS', 'MECHANISMS', 'EFFECT_METRICS',
            'DEFAULT_WORKLOAD', 'DEFAULT_SLO', 'BENCH_COLUMNS', 'LengthDist', 'sample_lengths', 'lengths_from_trace',
            'arrival_times', 'Workload', 'workload_to_json', 'workload_from_json', 'RequestSpec', 'workload_requests',
-           'RequestRecord', 'request_latencies', 'distribution', 'SLO', 'meets_slo', 'summarize', 'by_length',
-           'limiting_resource', 'watch_schedule', 'kv_breakdown', 'check_memory_identity', 'ProcessMemory',
-           'follow_live_memory', 'engine_config', 'Run', 'serve', 'run_summary', 'plot_latency_cdfs', 'plot_kv_memory',
-           'plot_throughput', 'high_water_rows', 'chapter01_agreement', 'padded_scores_bytes', 'process_memory_rows',
-           'repeat', 'spread', 'ablation_configs', 'changed_knob', 'largest_effect', 'run_ablations', 'step_time_ms',
-           'plot_ablations', 'capacity_sweep', 'plot_capacity', 'add_bench_arguments', 'run_bench_cli', 'print_bench']
+           'RequestRecord', 'request_latencies', 'SLO', 'meets_slo', 'summarize', 'by_length', 'limiting_resource',
+           'watch_schedule', 'kv_breakdown', 'check_memory_identity', 'ProcessMemory', 'follow_live_memory',
+           'engine_config', 'Run', 'serve', 'run_summary', 'plot_latency_cdfs', 'plot_kv_memory', 'plot_throughput',
+           'high_water_rows', 'chapter01_agreement', 'padded_scores_bytes', 'process_memory_rows', 'repeat', 'spread',
+           'ablation_configs', 'changed_knob', 'largest_effect', 'run_ablations', 'step_time_ms', 'plot_ablations',
+           'capacity_sweep', 'plot_capacity', 'add_bench_arguments', 'run_bench_cli', 'print_bench']
 
 # %% ../nbs/09_serving_benchmark.ipynb #6f1536a4
 LENGTH_KINDS = ('fixed', 'uniform', 'lognormal', 'trace')
@@ -196,13 +197,6 @@ def request_latencies(r: RequestRecord) -> dict:
     if not r.token_times: return dict(ttft=None, tpot=None, e2e=None, itl=[])
     ttft, e2e, n = r.token_times[0] - r.arrival, r.token_times[-1] - r.arrival, len(r.token_times)
     return dict(ttft=ttft, tpot=(e2e - ttft) / (n - 1) if n > 1 else None, e2e=e2e, itl=np.diff(r.token_times).tolist())
-
-# %% ../nbs/09_serving_benchmark.ipynb #40af5a11
-def distribution(xs, percentiles=(90, 99)) -> dict:
-    "Mean, median and the given percentiles of `xs` (seconds), in milliseconds; None for an empty list"
-    xs = np.asarray([x for x in xs if x is not None], dtype=float) * 1e3
-    out = dict(mean=float(xs.mean()) if xs.size else None, median=float(np.median(xs)) if xs.size else None)
-    return out | {f'p{p}': float(np.percentile(xs, p)) if xs.size else None for p in percentiles}
 
 # %% ../nbs/09_serving_benchmark.ipynb #93571484
 @dataclass(frozen=True)

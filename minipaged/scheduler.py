@@ -14,7 +14,7 @@ from .blocks import BlockManager, NoFreeBlocksError
 
 # %% auto #0
 __all__ = ['SIM_CONFIGS', 'Status', 'FinishReason', 'Request', 'ScheduledBatch', 'Scheduler', 'add_request', 'schedule', 'update',
-           'abort', 'has_unfinished', 'fork', 'CostModel', 'simulate', 'latency_stats', 'poisson_trace',
+           'abort', 'has_unfinished', 'fork', 'CostModel', 'simulate', 'distribution', 'latency_stats', 'poisson_trace',
            'run_simulation', 'plot_simulated_latency_cdfs', 'check_scheduler', 'describe_step', 'scheduler_timeline']
 
 # %% ../nbs/06_scheduler.ipynb #b518bcb3
@@ -320,19 +320,25 @@ def simulate(scheduler: Scheduler, requests: list[Request], cost: CostModel = Co
         scheduler.update(batch, {r.request_id: 0 for r in batch.requests}, t)
     return requests
 
+def distribution(xs, percentiles=(90, 99)) -> dict:
+    "Mean, median and integer percentiles (1..99) of `xs` (seconds), in ms: linear interpolation between order statistics, as numpy.percentile; None when empty"
+    bad = [p for p in percentiles if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 99]
+    if bad: raise ValueError(f"percentiles must be integers in 1..99, got {bad}")
+    xs = [x * 1e3 for x in xs if x is not None]
+    if not xs: return dict(mean=None, median=None) | {f'p{p}': None for p in percentiles}
+    qs = statistics.quantiles(xs, n=100, method='inclusive') if len(xs) > 1 else xs * 99
+    return dict(mean=statistics.fmean(xs), median=statistics.median(xs)) | {f'p{p}': qs[p - 1] for p in percentiles}
+
 def latency_stats(requests: list[Request]) -> dict:
-    "TTFT, inter-token latency and end-to-end latency (mean, p50, p90, p99) of finished requests, in ms"
+    "TTFT, inter-token latency and end-to-end latency (mean, p50, p90, p99) of finished requests, in ms (NaN where there is none)"
     done = [r for r in requests if r.first_token_time is not None and r.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)]
     ttft = [r.first_token_time - r.arrival_time for r in done]
     itl = [b - a for r in done for a, b in zip(r.token_times, r.token_times[1:])]
     e2e = [r.finished_time - r.arrival_time for r in done]
-    def q(xs, p):      # linear interpolation between order statistics, as numpy.percentile (and chapter 09) compute it
-        if len(xs) < 2: return xs[0] * 1e3 if xs else float('nan')
-        return statistics.quantiles(xs, n=100, method='inclusive')[round(p * 100) - 1] * 1e3
     out = dict(finished=len(done))
     for name, xs in (('ttft', ttft), ('itl', itl), ('e2e', e2e)):
-        out.update({f'{name}_mean_ms': statistics.fmean(xs) * 1e3 if xs else float('nan'), f'{name}_p50_ms': q(xs, .5),
-                    f'{name}_p90_ms': q(xs, .9), f'{name}_p99_ms': q(xs, .99)})
+        d = {k: float('nan') if v is None else v for k, v in distribution(xs).items()}
+        out.update({f'{name}_mean_ms': d['mean'], f'{name}_p50_ms': d['median'], f'{name}_p90_ms': d['p90'], f'{name}_p99_ms': d['p99']})
     return out
 
 # %% ../nbs/06_scheduler.ipynb #f1b8ad56
