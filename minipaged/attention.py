@@ -16,8 +16,8 @@ from .budget import cdiv, check_positive
 __all__ = ['INDEX_DTYPES', 'allocate_kv_cache', 'slots_for', 'make_block_tables', 'check_kv_cache', 'check_slot_mapping',
            'write_kv', 'gather_kv', 'layout_rows', 'plot_layout', 'check_block_tables', 'check_query',
            'check_query_lens', 'check_scale', 'check_paged_inputs', 'context_slots', 'gather_context',
-           'masked_attention', 'paged_decode_attention', 'query_grid', 'paged_prefill_attention', 'PagedBatch',
-           'random_paged_batch', 'reference_attention', 'context_blocks', 'padding_rows', 'PageWorkspace',
+           'masked_attention', 'paged_decode_attention', 'query_layout', 'query_grid', 'paged_prefill_attention',
+           'PagedBatch', 'random_paged_batch', 'reference_attention', 'context_blocks', 'padding_rows', 'PageWorkspace',
            'gather_pages', 'length_buckets', 'PageBucket', 'PagePlan', 'plan_pages', 'sdpa_paged_attention',
            'sdpa_decode_attention', 'sdpa_prefill_attention']
 
@@ -267,14 +267,19 @@ def paged_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
     return out.reshape(num_seqs, num_q_heads, head_dim).to(q.dtype)
 
 # %% ../nbs/03_paged_attention.ipynb #73737b2e
-def query_grid(q: torch.Tensor, cu_seqlens_q: torch.Tensor, lens: torch.Tensor, q_lens: torch.Tensor) -> tuple:
-    "Packed queries `q [num_q_tokens, Hq, d]` as a `[num_seqs, max_q, Hq, d]` grid: returns (seq, col, grid, positions `[num_seqs, max_q]`)"
-    num_tokens, dev, max_q = q.shape[0], q.device, int(q_lens.max())
+def query_layout(lens: torch.Tensor, q_lens: torch.Tensor) -> tuple:
+    "Where packed queries go in a `[num_seqs, max_q]` grid: each one's sequence and column, and the grid's positions"
+    dev = lens.device
     seq = torch.repeat_interleave(torch.arange(lens.numel(), device=dev), q_lens)      # the sequence of each packed token
-    col = torch.arange(num_tokens, device=dev) - cu_seqlens_q.long()[seq]              # its index among that sequence's new tokens
-    grid = q.new_zeros(lens.numel(), max_q, *q.shape[1:])
+    col = torch.arange(seq.numel(), device=dev) - (torch.cumsum(q_lens, 0) - q_lens)[seq]   # its index among that sequence's new tokens
+    positions = (lens - q_lens)[:, None] + torch.arange(int(q_lens.max()), device=dev)[None, :]   # padded rows run past the end
+    return seq, col, positions
+
+def query_grid(q: torch.Tensor, lens: torch.Tensor, q_lens: torch.Tensor) -> tuple:
+    "Packed queries `q [num_q_tokens, Hq, d]` as a `[num_seqs, max_q, Hq, d]` grid: returns (seq, col, grid, positions `[num_seqs, max_q]`)"
+    seq, col, positions = query_layout(lens, q_lens)
+    grid = q.new_zeros(lens.numel(), positions.shape[1], *q.shape[1:])
     grid[seq, col] = q
-    positions = (lens - q_lens)[:, None] + torch.arange(max_q, device=dev)[None, :]     # padded rows run past the end
     return seq, col, grid, positions
 
 def paged_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
@@ -283,7 +288,7 @@ def paged_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
     lens, q_lens, scale = check_paged_inputs(q, k_cache, v_cache, block_tables, context_lens, cu_seqlens_q, scale)
     num_tokens, num_q_heads, head_dim = q.shape
     num_seqs, num_kv_heads, g = lens.numel(), k_cache.shape[2], num_q_heads // k_cache.shape[2]
-    seq, col, q_grid, q_pos = query_grid(q, cu_seqlens_q, lens, q_lens)
+    seq, col, q_grid, q_pos = query_grid(q, lens, q_lens)
     max_q, max_len, dev = q_grid.shape[1], int(lens.max()), q.device
     k_pos = torch.arange(max_len, device=dev)
     allowed = (k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < lens[:, None, None])
@@ -428,9 +433,8 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
     starts = torch.cumsum(q_lens, 0) - q_lens                                      # each sequence's first query row
     acc = torch.float64 if k_cache.dtype == torch.float64 else torch.float32       # the dtype attention runs in
     groups = length_buckets(lens, max_buckets, min_size)
-    buckets = []
+    one, buckets = len(groups) == 1, []
     for idx in groups:
-        one = len(groups) == 1
         b_lens, b_q = (lens, q_lens) if one else (lens[idx], q_lens[idx])
         blocks = context_blocks(block_tables if one else block_tables[idx], b_lens, B)
         k_pos = torch.arange(blocks.shape[1] * B, device=dev)
@@ -438,10 +442,8 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
             seq, col, max_q, rows = None, None, 1, None if one else idx
             allowed = (k_pos[None, :] < b_lens[:, None])[:, None, None, :]
         else:
-            seq = torch.repeat_interleave(torch.arange(idx.numel(), device=dev), b_q)
-            col = torch.arange(int(b_q.sum()), device=dev) - (torch.cumsum(b_q, 0) - b_q)[seq]
-            max_q = int(b_q.max())
-            q_pos = (b_lens - b_q)[:, None] + torch.arange(max_q, device=dev)[None, :]
+            seq, col, q_pos = query_layout(b_lens, b_q)
+            max_q = q_pos.shape[1]
             fresh = bool((b_q == b_lens).all())         # no cached prefix: query row i is position i, and causal masking is enough
             allowed = None if fresh else ((k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < b_lens[:, None, None]))[:, None]
             rows = None if one else starts[idx][seq] + col
