@@ -249,14 +249,19 @@ def _append_slow(self, seq_id, seq: _Seq | None, token_ids) -> list[tuple[int, i
     return copies
 
 # %% ../nbs/05_block_manager.ipynb #ae97491f
-@patch_to(BlockManager)
-def fork(self, parent_id, child_id) -> None:
-    "Start `child_id` sharing every block of `parent_id` (reference counts += 1): same tokens, same computed count"
-    parent = self._get(parent_id, 'parent_id')
-    if child_id in self._seqs: raise ValueError(f"child_id {child_id!r} is already allocated")
+def _fork_parent(manager, parent_id, child_id):
+    "The record of a fork's parent, after the checks every allocator makes: a live, fully computed parent and an unused child id"
+    parent = manager._get(parent_id, 'parent_id')
+    if child_id in manager._seqs: raise ValueError(f"child_id {child_id!r} is already allocated")
     if parent.num_computed != len(parent.tokens):
         raise ValueError(f"parent_id {parent_id!r} has {len(parent.tokens) - parent.num_computed} uncomputed tokens; "
                          "fork after mark_computed, so that no two sequences compute into one shared block")
+    return parent
+
+@patch_to(BlockManager)
+def fork(self, parent_id, child_id) -> None:
+    "Start `child_id` sharing every block of `parent_id` (reference counts += 1): same tokens, same computed count"
+    parent = _fork_parent(self, parent_id, child_id)
     ref = self._ref
     for b in parent.blocks: ref[b] += 1
     parent.room = 0                                    # the last block is shared now: the next write goes the slow way
@@ -540,10 +545,7 @@ def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
 @patch_to(ReservationManager)
 def fork(self, parent_id, child_id) -> None:
     "Start `child_id` in a region of its own; the copies of the parent's filled blocks come with its next `append`"
-    parent = self._get(parent_id, 'parent_id')
-    if child_id in self._seqs: raise ValueError(f"child_id {child_id!r} is already allocated")
-    if parent.num_computed != len(parent.tokens):
-        raise ValueError(f"parent_id {parent_id!r} has {len(parent.tokens) - parent.num_computed} uncomputed tokens; fork after mark_computed")
+    parent = _fork_parent(self, parent_id, child_id)
     in_transit = {dst: src for src, dst in parent.pending}             # the parent's own content may not be copied in yet
     filled = self._blocks(parent.region)[:self.blocks_needed(len(parent.tokens))]
     copies = [(in_transit.get(b, b), dst) for b, dst in zip(filled, self._blocks(self._reserve()))]
