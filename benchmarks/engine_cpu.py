@@ -53,7 +53,7 @@ if __name__ == '__main__':
     ap.add_argument('--rounds', type=int, default=3, help='alternating rounds of minipaged and the padded batches')
     ap.add_argument('--with-reference', action='store_true', help="also run minipaged on chapter 03's reference attention backend ('torch') each round")
     ap.add_argument('--json', help='write results to this path')
-    ap.add_argument('--profile', action='store_true', help='profile minipaged alone (cProfile, top functions by own time) and stop')
+    ap.add_argument('--profile', action='store_true', help='profile minipaged alone (cProfile: top functions by own and by cumulative time) and stop')
     a = ap.parse_args()
     from transformers import LlamaForCausalLM
     from minipaged.model import random_model, save_model, tiny_config

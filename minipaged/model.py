@@ -237,10 +237,9 @@ class CausalLM(nn.Module):
     def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None, last_of=None) -> torch.Tensor:
         "Hidden states `[num_tokens, hidden]` of the packed new tokens — or, given `last_of` (sequence indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`"
         k0, backend = kv_caches[0][0], backend or select_attention_backend('torch')
-        S = meta.context_lens.numel()
         if last_of is not None:
             last_of = torch.as_tensor(last_of, dtype=torch.long, device=k0.device)
-            if meta.is_decode and torch.equal(last_of, torch.arange(S, device=k0.device)): last_of = None   # every row is wanted anyway
+            if meta.is_decode and torch.equal(last_of, torch.arange(meta.context_lens.numel(), device=k0.device)): last_of = None   # every row is wanted anyway
         check_slot_mapping(meta.slot_mapping, input_ids.numel(), k0.shape[0] * k0.shape[1], k0.device)   # once, for every layer's write
         if meta.slot_mapping.dtype != torch.int64: raise ValueError(f"slot_mapping must be int64, got {meta.slot_mapping.dtype}")
         calls = attention_calls(meta, backend, k0)                                  # planned once, used by every layer

@@ -1,6 +1,6 @@
 import os, tempfile
 os.environ.setdefault('MPLBACKEND', 'Agg')   # figures render headless in every test process
-# Notebooks write their figures through `write_figure`: under test they go to a scratch folder, so a test
+# Chapters write their figures to `figure_dir()`: under test that is a scratch folder, so a test
 # run never rewrites the committed figures (chapter 09's are timings, different on every run).
 os.environ.setdefault('MINIPAGED_FIGURE_DIR', tempfile.mkdtemp(prefix='minipaged-figures-'))
 
