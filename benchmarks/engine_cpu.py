@@ -14,6 +14,12 @@ padded batch as the median over rounds of (minipaged / the round's best padded b
 time runs once (it takes ~10 s and is far from its target).
 
     .venv/bin/python benchmarks/engine_cpu.py --json benchmarks/results/engine_cpu.json
+
+`--breakdown` says where minipaged's time goes instead: model time by kind of step over one run of the workload
+(steps that carry prompt tokens, decode-only steps, the rest of the engine), and the top operators (torch.profiler,
+self CPU time) of the first step, a full chunk of prompts, and of five decode-only steps of 64 sequences.
+
+    .venv/bin/python benchmarks/engine_cpu.py --breakdown --json benchmarks/results/engine_cpu_breakdown.json
 """
 import argparse, json, platform, random, statistics, tempfile, time, warnings
 from pathlib import Path
@@ -31,6 +37,43 @@ def run_minipaged(path, reqs, **kw):
     outs = llm.generate([p for p, _ in reqs], [SamplingParams(max_tokens=m, temperature=0.0, ignore_eos=True) for _, m in reqs], use_tqdm=False)
     dt = time.perf_counter() - t
     return sum(len(o.outputs[0].token_ids) for o in outs) / dt, dt, [o.outputs[0].token_ids for o in outs]
+
+def top_ops(prof, n=8):
+    "The `n` operators with the most self CPU time in a torch.profiler run, with their share"
+    ev = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in ev)
+    return [dict(op=e.key, calls=e.count, self_ms=round(e.self_cpu_time_total / 1e3, 2), share=f"{e.self_cpu_time_total / total:.0%}") for e in ev[:n]]
+
+def breakdown(path, reqs, **kw):
+    "Where minipaged's time goes: model time by kind of step over the whole workload, then the top operators of a full prefill step and of five 64-sequence decode steps"
+    from torch.profiler import profile, ProfilerActivity
+    from minipaged.engine import LLM, SamplingParams
+    def fresh():
+        llm = LLM(path, **kw)
+        llm.generate([reqs[0][0]], SamplingParams(max_tokens=4, temperature=0.0))        # warm-up
+        for p, m in reqs: llm.add_request(p, SamplingParams(max_tokens=m, temperature=0.0, ignore_eos=True))
+        return llm
+    llm, kinds = fresh(), {}
+    forward = llm.model.forward
+    def timed(ids, meta, *args, **kwargs):                      # every model call, by kind: does the step carry prompt tokens?
+        t = time.perf_counter(); out = forward(ids, meta, *args, **kwargs)
+        k = kinds.setdefault('decode only' if ids.numel() == meta.context_lens.numel() else 'with prompt tokens', dict(steps=0, tokens=0, model_s=0.0))
+        k['steps'] += 1; k['tokens'] += ids.numel(); k['model_s'] += time.perf_counter() - t
+        return out
+    llm.model.forward = timed
+    t = time.perf_counter()
+    while llm.has_unfinished_requests(): llm.step(partial=False)
+    total = time.perf_counter() - t
+    rows = [dict(steps=kind, count=k['steps'], tokens=k['tokens'], model_s=round(k['model_s'], 3), share_of_run=f"{k['model_s'] / total:.0%}") for kind, k in kinds.items()]
+    rows.append(dict(steps='everything else (scheduler, inputs, sampling)', count='-', tokens='-', model_s=round(total - sum(k['model_s'] for k in kinds.values()), 3),
+                     share_of_run=f"{1 - sum(k['model_s'] for k in kinds.values()) / total:.0%}"))
+    llm = fresh()
+    with profile(activities=[ProfilerActivity.CPU]) as prefill: llm.step(partial=False)        # the first step: a full chunk of prompts
+    while any(r.num_computed_tokens < len(r.prompt_token_ids) for r in llm.scheduler.running.values()) or llm.scheduler.waiting: llm.step(partial=False)
+    running = len(llm.scheduler.running)
+    with profile(activities=[ProfilerActivity.CPU]) as decode:
+        for _ in range(5): llm.step(partial=False)
+    return dict(total_s=total, step_kinds=rows, prefill_step_ops=top_ops(prefill), decode_steps_ops=top_ops(decode), decode_running=running)
 
 @torch.inference_mode()
 def run_hf(hf, reqs, batch):
@@ -54,6 +97,7 @@ if __name__ == '__main__':
     ap.add_argument('--with-reference', action='store_true', help="also run minipaged on chapter 03's reference attention backend ('torch') each round")
     ap.add_argument('--json', help='write results to this path')
     ap.add_argument('--profile', action='store_true', help='profile minipaged alone (cProfile: top functions by own and by cumulative time) and stop')
+    ap.add_argument('--breakdown', action='store_true', help="where minipaged's time goes (model time by kind of step; top operators of a prefill step and of decode steps), then stop")
     a = ap.parse_args()
     from transformers import LlamaForCausalLM
     from minipaged.model import random_model, save_model, tiny_config
@@ -68,6 +112,16 @@ if __name__ == '__main__':
             prof = cProfile.Profile(); prof.enable()
             run_minipaged(d, reqs, block_size=16, max_num_seqs=64, max_num_batched_tokens=2048)
             prof.disable(); pstats.Stats(prof).sort_stats('tottime').print_stats(15); pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+            raise SystemExit(0)
+        if a.breakdown:
+            b = breakdown(d, reqs, block_size=16, max_num_seqs=64, max_num_batched_tokens=2048)
+            print(f"one run of the workload: {b['total_s']:.3f} s\n" + format_rows(b['step_kinds']))
+            print("\nthe first step (a full chunk of prompt tokens), top operators by self CPU time:\n" + format_rows(b['prefill_step_ops']))
+            print(f"\nfive decode-only steps of {b['decode_running']} sequences, top operators by self CPU time:\n" + format_rows(b['decode_steps_ops']))
+            if a.json:
+                Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+                Path(a.json).write_text(json.dumps(dict(machine=platform.processor() or platform.machine(), torch=torch.__version__,
+                                                        threads=torch.get_num_threads(), requests=a.requests, **b), indent=2))
             raise SystemExit(0)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore'); hf = LlamaForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
