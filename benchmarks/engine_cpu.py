@@ -64,9 +64,9 @@ def breakdown(path, reqs, **kw):
     t = time.perf_counter()
     while llm.has_unfinished_requests(): llm.step(partial=False)
     total = time.perf_counter() - t
+    rest = total - sum(k['model_s'] for k in kinds.values())
     rows = [dict(steps=kind, count=k['steps'], tokens=k['tokens'], model_s=round(k['model_s'], 3), share_of_run=f"{k['model_s'] / total:.0%}") for kind, k in kinds.items()]
-    rows.append(dict(steps='everything else (scheduler, inputs, sampling)', count='-', tokens='-', model_s=round(total - sum(k['model_s'] for k in kinds.values()), 3),
-                     share_of_run=f"{1 - sum(k['model_s'] for k in kinds.values()) / total:.0%}"))
+    rows.append(dict(steps='everything else (scheduler, inputs, sampling)', count='-', tokens='-', model_s=round(rest, 3), share_of_run=f"{rest / total:.0%}"))
     llm = fresh()
     with profile(activities=[ProfilerActivity.CPU]) as prefill: llm.step(partial=False)        # the first step: a full chunk of prompts
     while any(r.num_computed_tokens < len(r.prompt_token_ids) for r in llm.scheduler.running.values()) or llm.scheduler.waiting: llm.step(partial=False)
