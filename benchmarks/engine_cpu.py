@@ -29,12 +29,24 @@ def workload(n=64, seed=0):
     rng = random.Random(seed)
     return [([rng.randrange(3, 256) for _ in range(rng.randint(8, 256))], rng.randint(16, 128)) for _ in range(n)]
 
-def run_minipaged(path, reqs, **kw):
+ENGINE = dict(block_size=16, max_num_seqs=64, max_num_batched_tokens=2048)      # minipaged's settings in every mode
+
+def warm_engine(path, reqs, **kw):
+    "A fresh engine that has run one short warm-up request, and the workload's sampling parameters"
     from minipaged.engine import LLM, SamplingParams
     llm = LLM(path, **kw)
-    llm.generate([reqs[0][0]], SamplingParams(max_tokens=4, temperature=0.0))        # warm-up
+    llm.generate([reqs[0][0]], SamplingParams(max_tokens=4, temperature=0.0))
+    return llm, [SamplingParams(max_tokens=m, temperature=0.0, ignore_eos=True) for _, m in reqs]
+
+def write_json(path, **fields):
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(dict(machine=platform.processor() or platform.machine(), torch=torch.__version__,
+                                          threads=torch.get_num_threads(), **fields), indent=2))
+
+def run_minipaged(path, reqs, **kw):
+    llm, params = warm_engine(path, reqs, **kw)
     t = time.perf_counter()
-    outs = llm.generate([p for p, _ in reqs], [SamplingParams(max_tokens=m, temperature=0.0, ignore_eos=True) for _, m in reqs], use_tqdm=False)
+    outs = llm.generate([p for p, _ in reqs], params, use_tqdm=False)
     dt = time.perf_counter() - t
     return sum(len(o.outputs[0].token_ids) for o in outs) / dt, dt, [o.outputs[0].token_ids for o in outs]
 
@@ -47,17 +59,15 @@ def top_ops(prof, n=8):
 def breakdown(path, reqs, **kw):
     "Where minipaged's time goes: model time by kind of step over the whole workload, then the top operators of a full prefill step and of five 64-sequence decode steps"
     from torch.profiler import profile, ProfilerActivity
-    from minipaged.engine import LLM, SamplingParams
     def fresh():
-        llm = LLM(path, **kw)
-        llm.generate([reqs[0][0]], SamplingParams(max_tokens=4, temperature=0.0))        # warm-up
-        for p, m in reqs: llm.add_request(p, SamplingParams(max_tokens=m, temperature=0.0, ignore_eos=True))
+        llm, params = warm_engine(path, reqs, **kw)
+        for (p, _), sp in zip(reqs, params): llm.add_request(p, sp)
         return llm
     llm, kinds = fresh(), {}
     forward = llm.model.forward
     def timed(ids, meta, *args, **kwargs):                      # every model call, by kind: does the step carry prompt tokens?
         t = time.perf_counter(); out = forward(ids, meta, *args, **kwargs)
-        k = kinds.setdefault('decode only' if ids.numel() == meta.context_lens.numel() else 'with prompt tokens', dict(steps=0, tokens=0, model_s=0.0))
+        k = kinds.setdefault('decode only' if meta.is_decode else 'with prompt tokens', dict(steps=0, tokens=0, model_s=0.0))
         k['steps'] += 1; k['tokens'] += ids.numel(); k['model_s'] += time.perf_counter() - t
         return out
     llm.model.forward = timed
@@ -110,27 +120,24 @@ if __name__ == '__main__':
         if a.profile:
             import cProfile, pstats
             prof = cProfile.Profile(); prof.enable()
-            run_minipaged(d, reqs, block_size=16, max_num_seqs=64, max_num_batched_tokens=2048)
+            run_minipaged(d, reqs, **ENGINE)
             prof.disable(); pstats.Stats(prof).sort_stats('tottime').print_stats(15); pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
             raise SystemExit(0)
         if a.breakdown:
-            b = breakdown(d, reqs, block_size=16, max_num_seqs=64, max_num_batched_tokens=2048)
+            b = breakdown(d, reqs, **ENGINE)
             print(f"one run of the workload: {b['total_s']:.3f} s\n" + format_rows(b['step_kinds']))
             print("\nthe first step (a full chunk of prompt tokens), top operators by self CPU time:\n" + format_rows(b['prefill_step_ops']))
             print(f"\nfive decode-only steps of {b['decode_running']} sequences, top operators by self CPU time:\n" + format_rows(b['decode_steps_ops']))
-            if a.json:
-                Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-                Path(a.json).write_text(json.dumps(dict(machine=platform.processor() or platform.machine(), torch=torch.__version__,
-                                                        threads=torch.get_num_threads(), requests=a.requests, **b), indent=2))
+            if a.json: write_json(a.json, requests=a.requests, **b)
             raise SystemExit(0)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore'); hf = LlamaForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
         hf.generation_config.eos_token_id = None
         mp_runs, ref_runs, hfb_runs = [], [], {b: [] for b in a.hf_batch}
         for _ in range(a.rounds):
-            mp_runs.append(run_minipaged(d, reqs, block_size=16, max_num_seqs=64, max_num_batched_tokens=2048))
+            mp_runs.append(run_minipaged(d, reqs, **ENGINE))
             if a.with_reference:
-                ref_runs.append(run_minipaged(d, reqs, block_size=16, max_num_seqs=64, max_num_batched_tokens=2048, attention_backend='torch'))
+                ref_runs.append(run_minipaged(d, reqs, **ENGINE, attention_backend='torch'))
             for b in a.hf_batch: hfb_runs[b].append(run_hf(hf, reqs, b))
         hf1, hf1_dt, hf1_out = run_hf(hf, reqs, 1)
     same = sum(x == y for x, y in zip(mp_runs[0][2], hf1_out))
@@ -152,9 +159,6 @@ if __name__ == '__main__':
     print(f"greedy outputs identical to transformers one-at-a-time: {same}/{len(reqs)} requests; torch threads {torch.get_num_threads()}")
     print("targets: >= 2x the best padded static batch, >= 4x one at a time")
     if a.json:
-        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.json).write_text(json.dumps(dict(machine=platform.processor() or platform.machine(), torch=torch.__version__, threads=torch.get_num_threads(),
-                                                requests=a.requests, identical=same, rows=rows, ratio_vs_best_padded_per_round=ratios,
-                                                ratio_vs_best_padded=statistics.median(ratios), minipaged_tok_per_s=[r[0] for r in mp_runs],
-                                                reference_backend_tok_per_s=[r[0] for r in ref_runs],
-                                                padded_tok_per_s={b: [r[0] for r in runs] for b, runs in hfb_runs.items()}), indent=2))
+        write_json(a.json, requests=a.requests, identical=same, rows=rows, ratio_vs_best_padded_per_round=ratios,
+                   ratio_vs_best_padded=statistics.median(ratios), minipaged_tok_per_s=[r[0] for r in mp_runs],
+                   reference_backend_tok_per_s=[r[0] for r in ref_runs], padded_tok_per_s={b: [r[0] for r in runs] for b, runs in hfb_runs.items()})
