@@ -15,6 +15,11 @@ time runs once (it takes ~10 s and is far from its target).
 
     .venv/bin/python benchmarks/engine_cpu.py --json benchmarks/results/engine_cpu.json
 
+The VM has a slow state in which its second core stops speeding up small parallel operations. Before and after
+each minipaged run the script times a 64-row linear layer (the shape of a decode step's projections) on all threads
+and on one: the ratio, the "second-core gain", is printed per round, so each round says which state it ran in.
+`--threads N` runs everything on N torch threads (N = 1 takes the second core out of the comparison).
+
 `--breakdown` says where minipaged's time goes instead: model time by kind of step over one run of the workload
 (steps that carry prompt tokens, decode-only steps, the rest of the engine), and the top operators (torch.profiler,
 self CPU time) of the first step, a full chunk of prompts, and of five decode-only steps of 64 sequences.
@@ -49,6 +54,20 @@ def run_minipaged(path, reqs, **kw):
     outs = llm.generate([p for p, _ in reqs], params, use_tqdm=False)
     dt = time.perf_counter() - t
     return sum(len(o.outputs[0].token_ids) for o in outs) / dt, dt, [o.outputs[0].token_ids for o in outs]
+
+def second_core_gain(reps=1000):
+    "How much faster a 64 x 256 -> 512 linear layer runs on all torch threads than on one: (gain, microseconds on all)"
+    import torch.nn.functional as F
+    x, w, threads = torch.randn(64, 256), torch.randn(512, 256), torch.get_num_threads()
+    def us(n):
+        torch.set_num_threads(n)
+        for _ in range(reps // 20): F.linear(x, w)
+        t = time.perf_counter()
+        for _ in range(reps): F.linear(x, w)
+        return (time.perf_counter() - t) / reps * 1e6
+    try: t_all, t_one = us(threads), us(1)
+    finally: torch.set_num_threads(threads)
+    return t_one / t_all, t_all
 
 def top_ops(prof, n=8):
     "The `n` operators with the most self CPU time in a torch.profiler run, with their share"
@@ -105,10 +124,14 @@ if __name__ == '__main__':
     ap.add_argument('--hf-batch', type=int, nargs='+', default=[16, 32, 64], help='padded static batch sizes to try')
     ap.add_argument('--rounds', type=int, default=3, help='alternating rounds of minipaged and the padded batches')
     ap.add_argument('--with-reference', action='store_true', help="also run minipaged on chapter 03's reference attention backend ('torch') each round")
+    ap.add_argument('--threads', type=int, help="torch threads for everything (default: torch's default, %d here)" % torch.get_num_threads())
     ap.add_argument('--json', help='write results to this path')
     ap.add_argument('--profile', action='store_true', help='profile minipaged alone (cProfile: top functions by own and by cumulative time) and stop')
     ap.add_argument('--breakdown', action='store_true', help="where minipaged's time goes (model time by kind of step; top operators of a prefill step and of decode steps), then stop")
     a = ap.parse_args()
+    if a.threads is not None:
+        if a.threads < 1: ap.error(f"--threads must be >= 1, got {a.threads}")
+        torch.set_num_threads(a.threads)
     from transformers import LlamaForCausalLM
     from minipaged.model import random_model, save_model, tiny_config
     from minipaged.paging import format_rows
@@ -133,9 +156,12 @@ if __name__ == '__main__':
         with warnings.catch_warnings():
             warnings.simplefilter('ignore'); hf = LlamaForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
         hf.generation_config.eos_token_id = None
-        mp_runs, ref_runs, hfb_runs = [], [], {b: [] for b in a.hf_batch}
+        mp_runs, ref_runs, hfb_runs, gains = [], [], {b: [] for b in a.hf_batch}, []
+        probe = torch.get_num_threads() > 1
         for _ in range(a.rounds):
+            before = second_core_gain()[0] if probe else None
             mp_runs.append(run_minipaged(d, reqs, **ENGINE))
+            gains.append((before, second_core_gain()[0]) if probe else None)
             if a.with_reference:
                 ref_runs.append(run_minipaged(d, reqs, **ENGINE, attention_backend='torch'))
             for b in a.hf_batch: hfb_runs[b].append(run_hf(hf, reqs, b))
@@ -156,9 +182,14 @@ if __name__ == '__main__':
                   minipaged_is=f"{mp / med(hfb_runs[b]):.2f}x faster") for b in a.hf_batch]
     print(format_rows([{k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()} for r in rows]))
     print(f"against each round's best padded batch: {statistics.median(ratios):.2f}x (median; rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
+    if gains[0]:
+        print("per round: minipaged tok/s, ratio, second-core gain before/after its run\n" + format_rows(
+            [dict(round=i + 1, minipaged=round(m[0]), ratio=round(r, 2), gain_before=round(g[0], 2), gain_after=round(g[1], 2))
+             for i, (m, r, g) in enumerate(zip(mp_runs, ratios, gains))]))
     print(f"greedy outputs identical to transformers one-at-a-time: {same}/{len(reqs)} requests; torch threads {torch.get_num_threads()}")
     print("targets: >= 2x the best padded static batch, >= 4x one at a time")
     if a.json:
         write_json(a.json, requests=a.requests, identical=same, rows=rows, ratio_vs_best_padded_per_round=ratios,
                    ratio_vs_best_padded=statistics.median(ratios), minipaged_tok_per_s=[r[0] for r in mp_runs],
-                   reference_backend_tok_per_s=[r[0] for r in ref_runs], padded_tok_per_s={b: [r[0] for r in runs] for b, runs in hfb_runs.items()})
+                   reference_backend_tok_per_s=[r[0] for r in ref_runs], padded_tok_per_s={b: [r[0] for r in runs] for b, runs in hfb_runs.items()},
+                   second_core_gain_before_after=gains)
