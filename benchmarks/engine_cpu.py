@@ -15,6 +15,9 @@ time runs once (it takes ~10 s and is far from its target).
 
     .venv/bin/python benchmarks/engine_cpu.py --json benchmarks/results/engine_cpu.json
 
+It also prints how much more work the padded batches do than continuous batching on this workload: token positions
+through the model (the linear layers' rows) and attended (query, key) pairs (`work`).
+
 The VM has a slow state in which its second core stops speeding up small parallel operations. Before and after
 each minipaged run the script times a 64-row linear layer (the shape of a decode step's projections) on all threads
 and on one: the ratio, the "second-core gain", is printed per round, so each round says which state it ran in.
@@ -33,6 +36,21 @@ import torch
 def workload(n=64, seed=0):
     rng = random.Random(seed)
     return [([rng.randrange(3, 256) for _ in range(rng.randint(8, 256))], rng.randint(16, 128)) for _ in range(n)]
+
+def work(reqs, batch=None):
+    """Token positions run through the model (rows of every linear layer) and (query, key) pairs attended, for continuous
+    batching (batch None: each prompt token and each output token but the last, each over its causal context) or for
+    padded static batches of `batch` (every row padded to the batch's longest prompt and longest output; the prompt
+    attends as a full masked square, as transformers' SDPA path computes it)"""
+    if batch is None:
+        return (sum(len(p) + m - 1 for p, m in reqs),
+                sum(len(p) * (len(p) + 1) // 2 + sum(len(p) + j for j in range(1, m)) for p, m in reqs))
+    rows = pairs = 0
+    for i in range(0, len(reqs), batch):
+        chunk = reqs[i:i + batch]
+        L, M = max(len(p) for p, _ in chunk), max(m for _, m in chunk)
+        rows += len(chunk) * (L + M - 1); pairs += len(chunk) * (L * L + sum(L + j for j in range(1, M)))
+    return rows, pairs
 
 ENGINE = dict(block_size=16, max_num_seqs=64, max_num_batched_tokens=2048)      # minipaged's settings in every mode
 
@@ -181,6 +199,11 @@ if __name__ == '__main__':
     rows += [dict(system=f'transformers generate, padded batches of {b}', tok_per_s=med(hfb_runs[b]), range=span(hfb_runs[b]), runs=a.rounds,
                   minipaged_is=f"{mp / med(hfb_runs[b]):.2f}x faster") for b in a.hf_batch]
     print(format_rows([{k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()} for r in rows]))
+    mp_work = work(reqs)
+    work_ratio = {b: [x / y for x, y in zip(work(reqs, b), mp_work)] for b in a.hf_batch}
+    print("work of the padded batches per unit of minipaged's: token positions through the model "
+          + ' / '.join(f"{w[0]:.2f}x" for w in work_ratio.values()) + ", attended pairs " + ' / '.join(f"{w[1]:.2f}x" for w in work_ratio.values())
+          + f" (batches of {' / '.join(map(str, a.hf_batch))})")
     print(f"against each round's best padded batch: {statistics.median(ratios):.2f}x (median; rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
     if gains[0]:
         print("per round: minipaged tok/s, ratio, second-core gain before/after its run\n" + format_rows(
@@ -192,4 +215,4 @@ if __name__ == '__main__':
         write_json(a.json, requests=a.requests, identical=same, rows=rows, ratio_vs_best_padded_per_round=ratios,
                    ratio_vs_best_padded=statistics.median(ratios), minipaged_tok_per_s=[r[0] for r in mp_runs],
                    reference_backend_tok_per_s=[r[0] for r in ref_runs], padded_tok_per_s={b: [r[0] for r in runs] for b, runs in hfb_runs.items()},
-                   second_core_gain_before_after=gains)
+                   second_core_gain_before_after=gains, work_per_unit_of_minipaged=work_ratio)
