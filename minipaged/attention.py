@@ -13,13 +13,13 @@ import torch.nn.functional as F
 from .budget import cdiv, check_positive
 
 # %% auto #0
-__all__ = ['INDEX_DTYPES', 'allocate_kv_cache', 'slots_for', 'make_block_tables', 'check_kv_cache', 'check_slot_mapping',
-           'write_kv', 'gather_kv', 'layout_rows', 'plot_layout', 'check_block_tables', 'check_query',
-           'check_query_lens', 'check_scale', 'check_paged_inputs', 'context_slots', 'gather_context',
+__all__ = ['INDEX_DTYPES', 'BUCKETS', 'allocate_kv_cache', 'slots_for', 'make_block_tables', 'check_kv_cache',
+           'check_slot_mapping', 'write_kv', 'gather_kv', 'layout_rows', 'plot_layout', 'check_block_tables',
+           'check_query', 'check_query_lens', 'check_scale', 'check_paged_inputs', 'context_slots', 'gather_context',
            'masked_attention', 'paged_decode_attention', 'query_layout', 'query_grid', 'paged_prefill_attention',
            'PagedBatch', 'random_paged_batch', 'reference_attention', 'context_blocks', 'padding_rows', 'PageWorkspace',
            'gather_pages', 'length_buckets', 'PageBucket', 'PagePlan', 'plan_pages', 'sdpa_paged_attention',
-           'sdpa_decode_attention', 'sdpa_prefill_attention']
+           'sdpa_decode_attention', 'sdpa_prefill_attention', 'largest_bucket', 'gather_rows_bound']
 
 # %% ../nbs/03_paged_attention.ipynb #7688adbd
 def allocate_kv_cache(num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
@@ -367,13 +367,14 @@ def padding_rows(context_lens: torch.Tensor, length: int) -> torch.Tensor:
     return (torch.arange(length, device=context_lens.device)[None, :] >= context_lens[:, None]).view(-1).nonzero().view(-1)
 
 class PageWorkspace:
-    "Buffers that gathered pages reuse from call to call: grown to the largest gather seen and kept; serves one model run at a time"
-    def __init__(self): self.k = self.v = None
+    "Buffers that gathered pages reuse from call to call: grown to the largest gather seen (never past `max_rows` when that suffices) and kept; serves one model run at a time"
+    def __init__(self, max_rows: int | None = None): self.k = self.v = None; self.max_rows = max_rows
     def buffers(self, rows: int, cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         "Two `[rows, Hkv, d]` buffers in `cache`'s dtype and device (contents undefined)"
         shape = (cache.shape[2], cache.shape[3])
         if self.k is None or self.k.shape[0] < rows or self.k.shape[1:] != shape or self.k.dtype != cache.dtype or self.k.device != cache.device:
             n = max(rows, self.k.shape[0] * 3 // 2 if self.k is not None else 0)      # grow by half again: a few growths, then none
+            if self.max_rows is not None: n = max(rows, min(n, self.max_rows))         # but not past the budgeted size
             self.k, self.v = cache.new_empty(n, *shape), cache.new_empty(n, *shape)
         return self.k[:rows], self.v[:rows]
 
@@ -391,6 +392,8 @@ def gather_pages(k_cache: torch.Tensor, v_cache: torch.Tensor, blocks: torch.Ten
     return k.view(S, W * B, H, d), v.view(S, W * B, H, d)
 
 # %% ../nbs/03_paged_attention.ipynb #34950326
+BUCKETS = dict(decode=(4, 8), prefill=(8, 2))     # (most groups, fewest sequences in a group) of a plan, by kind of call
+
 def length_buckets(lens: torch.Tensor, max_buckets: int = 4, min_size: int = 8) -> list[torch.Tensor]:
     "Indices of the sequences in at most `max_buckets` groups of equal count (at least `min_size`), sorted by length"
     k = max(1, min(max_buckets, lens.numel() // min_size))
@@ -422,8 +425,8 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
                max_buckets: int | None = None, min_size: int | None = None, workspace: PageWorkspace | None = None) -> PagePlan:
     "Validate a paged call's tables and lengths against `k_cache` (decode if `cu_seqlens_q` is None) and plan its buckets"
     decode = cu_seqlens_q is None
-    max_buckets = max_buckets or (4 if decode else 8)      # decode: a call's fixed cost dominates; prefill: the quadratic work does
-    min_size = min_size or (8 if decode else 2)
+    kind_buckets, kind_min = BUCKETS['decode' if decode else 'prefill']    # decode: a call's fixed cost dominates; prefill: the quadratic work does
+    max_buckets, min_size = max_buckets or kind_buckets, min_size or kind_min
     num_blocks, B = check_kv_cache(k_cache, k_cache)[:2]
     dev = k_cache.device
     if isinstance(block_tables, torch.Tensor) and block_tables.device != dev:
@@ -486,3 +489,17 @@ def sdpa_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
                            cu_seqlens_q: torch.Tensor, context_lens, scale: float | None = None, plan: PagePlan | None = None) -> torch.Tensor:
     "`paged_prefill_attention`'s contract on whole pages with fused SDPA; pass `plan` (`plan_pages` of the same tables) to skip planning"
     return sdpa_paged_attention(q, k_cache, v_cache, plan or plan_pages(block_tables, context_lens, k_cache, cu_seqlens_q), scale)
+
+# %% ../nbs/03_paged_attention.ipynb #c431742f
+def largest_bucket(num_seqs: int, kind: str = 'decode') -> int:
+    "The most sequences in one group when `plan_pages` splits `num_seqs` sequences for a `kind` ('decode' or 'prefill') call"
+    max_buckets, min_size = BUCKETS[kind]
+    return -(-num_seqs // max(1, min(max_buckets, num_seqs // min_size)))
+
+def gather_rows_bound(max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int, block_size: int) -> int:
+    "The most rows one whole-page gather can take in an engine with these limits: the largest bucket, every sequence `max_model_len` long"
+    for k, v in dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len, block_size=block_size).items():
+        if not isinstance(v, int) or v < 1: raise ValueError(f"{k} must be a positive int, got {v!r}")
+    groups = max(max(largest_bucket(n, 'decode') for n in range(1, max_num_seqs + 1)),
+                 max(largest_bucket(n, 'prefill') for n in range(1, min(max_num_seqs, max_num_batched_tokens) + 1)))
+    return groups * -(-max_model_len // block_size) * block_size

@@ -532,7 +532,7 @@ def padded_scores_bytes(step: dict, num_q_heads: int) -> int:
     return ((step['seqs'] - decodes) * step['max_q'] + decodes) * num_q_heads * step['max_context'] * 4
 
 def process_memory_rows(run: Run, llm: LLM) -> list[dict]:
-    "Measured weights, KV pool, baseline and the largest prefill and decode step peaks beside chapter 00's predictions"
+    "Measured weights, KV pool, baseline, gather workspace and the largest prefill and decode step peaks beside chapter 00's predictions"
     shape, st, cfg = llm.config.shape, run.steps, run.config
     weights = sum(p.numel() * p.element_size() for p in llm.model.parameters())
     pool = sum(t.numel() * t.element_size() for kv in llm.kv_caches for t in kv)
@@ -540,6 +540,10 @@ def process_memory_rows(run: Run, llm: LLM) -> list[dict]:
             dict(term='KV pool (allocated at start)', measured=pool, chapter00=cfg['num_blocks'] * cfg['block_size'] * shape.kv_bytes_per_token,
                  padded_scores=None, how='cache tensors'),
             dict(term='process baseline', measured=run.memory_baseline, chapter00=None, padded_scores=None, how='interpreter + torch + weights + pool, before the clock')]
+    ws = llm.backend.workspace
+    if ws is not None and ws.k is not None:
+        rows.append(dict(term='gather workspace (kept)', measured=2 * ws.k.numel() * ws.k.element_size(), chapter00=llm.workspace_bytes,
+                         padded_scores=None, how='buffers after the run; chapter00: their bound, the budget\'s workspace term'))
     for phase in ('prefill', 'decode'):
         steps = [x for x in st if x.get('rss_peak') is not None and x.get('seqs') and (x['prefill_tokens'] > 0) == (phase == 'prefill')]
         if not steps: continue

@@ -10,7 +10,8 @@ import itertools, time
 from dataclasses import dataclass, field
 from pathlib import Path
 import torch
-from .budget import MiB, capacity
+from .budget import MiB, capacity, fmt_bytes
+from .attention import gather_rows_bound
 from .blocks import BlockManager, CacheKeyContext, ReservationManager
 from .scheduler import Request, ScheduledBatch, Scheduler
 from .model import (AttentionMetadata, CausalLM, ModelConfig, allocate_model_cache, select_attention_backend, load_model,
@@ -96,7 +97,9 @@ class LLM:
         self.model, self.tokenizer, self.model_id = self._load(model, dtype, tokenizer)
         cfg = self.config = self.model.config
         self.max_model_len = min(max_model_len or cfg.max_position_embeddings, cfg.max_position_embeddings)
-        self.budget = None
+        self.backend = select_attention_backend(attention_backend, self.device)
+        self.budget, ws = None, self.backend.workspace
+        if ws is not None: ws.max_rows = gather_rows_bound(max_num_seqs, max_num_batched_tokens, self.max_model_len, block_size)
         if num_blocks is None: num_blocks = self._blocks_from_budget(block_size, max_num_batched_tokens, memory_bytes)
         self.block_size, self.num_blocks = block_size, num_blocks
         ctx = CacheKeyContext(model_id=self.model_id, model_version=self.model_version,
@@ -108,7 +111,6 @@ class LLM:
                                    max_model_len=self.max_model_len, policy=policy, enable_chunked_prefill=enable_chunked_prefill,
                                    batching=batching)
         self.kv_caches = allocate_model_cache(cfg, num_blocks, block_size, device=self.device)
-        self.backend = select_attention_backend(attention_backend, self.device)
         self.stop_ids = frozenset(cfg.eos_token_ids)
         self._ids = itertools.count()
         self._groups: dict = {}            # request_id -> the user-level request: params, samples, prompt
@@ -135,12 +137,18 @@ def _load(self, model, dtype, tokenizer):
 def _blocks_from_budget(self, block_size, max_num_batched_tokens, memory_bytes):
     cuda = self.device.type == 'cuda'
     memory_bytes = memory_bytes or (torch.cuda.get_device_properties(self.device).total_memory if cuda else 256 * MiB)
-    self.budget = capacity(self.config.shape, memory_bytes, [self.max_model_len], block_size=block_size,
-                           max_num_batched_tokens=max_num_batched_tokens, max_model_len=self.max_model_len,
-                           workspace_bytes=256 * MiB if cuda else 0)
-    return int(self.budget.kv_pool_bytes // (block_size * self.config.shape.kv_bytes_per_token))
+    s = self.config.shape
+    self.budget = capacity(s, memory_bytes, [self.max_model_len], block_size=block_size, max_num_batched_tokens=max_num_batched_tokens,
+                           max_model_len=self.max_model_len, workspace_bytes=self.workspace_bytes)
+    return int(self.budget.kv_pool_bytes // (block_size * s.kv_bytes_per_token))
 
-LLM._load, LLM._blocks_from_budget = _load, _blocks_from_budget
+def _workspace_bytes(self) -> int:
+    "The budget's workspace term: the backend's gather buffers at their bound (keys and values of one layer), else 256 MiB on a GPU, else 0"
+    s, ws = self.config.shape, self.backend.workspace
+    if ws is not None: return ws.max_rows * s.kv_bytes_per_token // s.num_layers
+    return 256 * MiB if self.device.type == 'cuda' else 0
+
+LLM._load, LLM._blocks_from_budget, LLM.workspace_bytes = _load, _blocks_from_budget, property(_workspace_bytes)
 
 # %% ../nbs/08_engine.ipynb #a29a1076
 def add_request(self, prompt, params: SamplingParams | None = None, request_id=None, arrival_time: float | None = None,

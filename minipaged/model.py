@@ -135,6 +135,7 @@ class AttentionBackend:
     decode: Callable
     prefill: Callable
     plan: Callable | None = None     # plan(block_tables, context_lens, k_cache, cu_seqlens_q=None), once per step
+    workspace: PageWorkspace | None = None   # the buffers its plans gather into, if any (the engine sizes and budgets them)
 
 BACKENDS = ('auto', 'torch', 'sdpa', 'triton')
 
@@ -143,7 +144,9 @@ def select_attention_backend(name: str = 'auto', device: str | torch.device = 'c
     if name not in BACKENDS: raise ValueError(f"attention_backend must be one of {', '.join(map(repr, BACKENDS))}, got {name!r}")
     if name == 'auto': name = 'triton' if torch.device(device).type == 'cuda' else 'sdpa'
     if name == 'torch': return AttentionBackend('torch', paged_decode_attention, paged_prefill_attention)
-    if name == 'sdpa': return AttentionBackend('sdpa', sdpa_decode_attention, sdpa_prefill_attention, partial(plan_pages, workspace=PageWorkspace()))
+    if name == 'sdpa':
+        ws = PageWorkspace()
+        return AttentionBackend('sdpa', sdpa_decode_attention, sdpa_prefill_attention, partial(plan_pages, workspace=ws), ws)
     from minipaged.triton_attention import triton_paged_decode_attention, triton_paged_prefill_attention
     return AttentionBackend('triton', triton_paged_decode_attention, triton_paged_prefill_attention)
 
