@@ -499,7 +499,7 @@ def largest_bucket(num_seqs: int, kind: str = 'decode') -> int:
 def gather_rows_bound(max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int, block_size: int) -> int:
     "The most rows one whole-page gather can take in an engine with these limits: the largest bucket, every sequence `max_model_len` long"
     for k, v in dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len, block_size=block_size).items():
-        if not isinstance(v, int) or v < 1: raise ValueError(f"{k} must be a positive int, got {v!r}")
+        check_positive(k, v)
     groups = max(max(largest_bucket(n, 'decode') for n in range(1, max_num_seqs + 1)),
                  max(largest_bucket(n, 'prefill') for n in range(1, min(max_num_seqs, max_num_batched_tokens) + 1)))
-    return groups * -(-max_model_len // block_size) * block_size
+    return groups * cdiv(max_model_len, block_size) * block_size

@@ -10,7 +10,7 @@ import itertools, time
 from dataclasses import dataclass, field
 from pathlib import Path
 import torch
-from .budget import MiB, capacity, fmt_bytes
+from .budget import MiB, capacity
 from .attention import gather_rows_bound
 from .blocks import BlockManager, CacheKeyContext, ReservationManager
 from .scheduler import Request, ScheduledBatch, Scheduler
