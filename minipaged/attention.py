@@ -493,8 +493,9 @@ def sdpa_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
 # %% ../nbs/03_paged_attention.ipynb #c431742f
 def largest_bucket(num_seqs: int, kind: str = 'decode') -> int:
     "The most sequences in one group when `plan_pages` splits `num_seqs` sequences for a `kind` ('decode' or 'prefill') call"
+    if kind not in BUCKETS: raise ValueError(f"kind must be one of {', '.join(map(repr, BUCKETS))}, got {kind!r}")
     max_buckets, min_size = BUCKETS[kind]
-    return -(-num_seqs // max(1, min(max_buckets, num_seqs // min_size)))
+    return cdiv(num_seqs, max(1, min(max_buckets, num_seqs // min_size)))
 
 def gather_rows_bound(max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int, block_size: int) -> int:
     "The most rows one whole-page gather can take in an engine with these limits: the largest bucket, every sequence `max_model_len` long"
