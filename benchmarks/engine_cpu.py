@@ -205,7 +205,7 @@ if __name__ == '__main__':
           + ' / '.join(f"{w[0]:.2f}x" for w in work_ratio.values()) + ", attended pairs " + ' / '.join(f"{w[1]:.2f}x" for w in work_ratio.values())
           + f" (batches of {' / '.join(map(str, a.hf_batch))})")
     print(f"against each round's best padded batch: {statistics.median(ratios):.2f}x (median; rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
-    if gains[0]:
+    if probe:
         print("per round: minipaged tok/s, ratio, second-core gain before/after its run\n" + format_rows(
             [dict(round=i + 1, minipaged=round(m[0]), ratio=round(r, 2), gain_before=round(g[0], 2), gain_after=round(g[1], 2))
              for i, (m, r, g) in enumerate(zip(mp_runs, ratios, gains))]))
