@@ -408,7 +408,7 @@ class PageBucket:
     col: torch.Tensor | None      # each row's index among its sequence's new tokens (decode: None)
     max_q: int
     blocks: torch.Tensor          # [num_seqs, pages] block ids
-    padding: torch.Tensor         # rows past each length in the gathered pages
+    padding: torch.Tensor         # rows past each length in the gathered pages, to zero (none with clean pages)
     allowed: torch.Tensor | None  # [num_seqs, 1, max_q, pages · B] additive mask (0 or -inf); None: fresh prompts, plain causal
 
 @dataclass
@@ -422,8 +422,9 @@ class PagePlan:
     workspace: PageWorkspace | None = None     # where the gathers go (None: fresh tensors)
 
 def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, cu_seqlens_q: torch.Tensor | None = None,
-               max_buckets: int | None = None, min_size: int | None = None, workspace: PageWorkspace | None = None) -> PagePlan:
-    "Validate a paged call's tables and lengths against `k_cache` (decode if `cu_seqlens_q` is None) and plan its buckets"
+               max_buckets: int | None = None, min_size: int | None = None, workspace: PageWorkspace | None = None,
+               clean_pages: bool = False) -> PagePlan:
+    "Validate a paged call's tables and lengths against `k_cache` (decode if `cu_seqlens_q` is None) and plan its buckets; `clean_pages`: the caller keeps NaN and inf out of every slot of its pages, so padding rows need no zeroing"
     decode = cu_seqlens_q is None
     kind_buckets, kind_min = BUCKETS['decode' if decode else 'prefill']    # decode: a call's fixed cost dominates; prefill: the quadratic work does
     max_buckets, min_size = max_buckets or kind_buckets, min_size or kind_min
@@ -436,6 +437,7 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
     starts = torch.cumsum(q_lens, 0) - q_lens                                      # each sequence's first query row
     acc = torch.float64 if k_cache.dtype == torch.float64 else torch.float32       # the dtype attention runs in
     groups = length_buckets(lens, max_buckets, min_size)
+    no_rows = torch.empty(0, dtype=torch.long, device=dev)
     one, buckets = len(groups) == 1, []
     for idx in groups:
         b_lens, b_q = (lens, q_lens) if one else (lens[idx], q_lens[idx])
@@ -452,7 +454,8 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
             rows = None if one else starts[idx][seq] + col
         if allowed is not None:                         # additive, in the accumulation dtype: SDPA would convert a boolean mask per call
             allowed = torch.zeros(allowed.shape, dtype=acc, device=dev).masked_fill_(~allowed, float('-inf'))
-        buckets.append(PageBucket(rows, seq, col, max_q, blocks, padding_rows(b_lens, k_pos.numel()), allowed))
+        padding = no_rows if clean_pages else padding_rows(b_lens, k_pos.numel())
+        buckets.append(PageBucket(rows, seq, col, max_q, blocks, padding, allowed))
     return PagePlan(int(q_lens.sum()), num_blocks, B, decode, buckets, workspace)
 
 # %% ../nbs/03_paged_attention.ipynb #5add2fd6

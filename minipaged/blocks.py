@@ -53,10 +53,10 @@ class _Seq:
 class BlockManager:
     "A pool of `num_blocks` KV blocks of `block_size` slots: block tables, reference counts, fork, copy-on-write, prefix cache"
     __slots__ = ('num_blocks', 'block_size', 'enable_prefix_caching', 'context', '_ref', '_free', '_evictable', '_index',
-                 '_key', '_content', '_uid', '_next_uid', '_seqs', '_used', '_high_water', '_stats', '_key_hash')
+                 '_key', '_content', '_uid', '_next_uid', '_seqs', '_used', '_high_water', '_stats', '_key_hash', '_fresh')
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True,
-                 context: CacheKeyContext = CacheKeyContext()):
+                 context: CacheKeyContext = CacheKeyContext(), record_fresh: bool = False):
         self.num_blocks, self.block_size = check_positive('num_blocks', num_blocks), check_positive('block_size', block_size)
         if not isinstance(context, CacheKeyContext): raise TypeError(f"context must be a CacheKeyContext, got {context!r}")
         self.enable_prefix_caching, self.context = bool(enable_prefix_caching), context
@@ -72,6 +72,7 @@ class BlockManager:
         self._used = self._high_water = 0
         self._stats = dict(prefix_hit_blocks=0, prefix_hit_tokens=0, prefix_query_tokens=0, cow_copies=0, evictions=0)
         self._key_hash = hash                          # a test can swap in a colliding hash
+        self._fresh = [] if record_fresh else None     # blocks handed out without cached content, until pop_fresh_blocks
 
     @property
     def num_free_blocks(self) -> int: return len(self._free)
@@ -114,6 +115,7 @@ def _take(self) -> int:
     elif self._evictable: b = self._evict()
     else: raise NoFreeBlocksError('no free or cached block left', needed=1, available=0)
     self._ref[b] = 1
+    if self._fresh is not None: self._fresh.append(b)
     self._used += 1
     if self._used > self._high_water: self._high_water = self._used
     return b
@@ -129,6 +131,7 @@ def _take_many(self, k: int) -> list[int]:
     while len(got) < k: got.append(self._evict())
     ref = self._ref
     for b in got: ref[b] = 1
+    if self._fresh is not None: self._fresh += got
     self._used += k
     if self._used > self._high_water: self._high_water = self._used
     return got
@@ -364,6 +367,14 @@ def _evict(self) -> int:
     self._stats['evictions'] += 1
     return b
 
+# %% ../nbs/05_block_manager.ipynb #f52d73ad
+@patch_to(BlockManager)
+def pop_fresh_blocks(self) -> list[int]:
+    "The blocks handed out since the last call without cached content (free, evicted, copy-on-write targets), in order; the list starts over"
+    if self._fresh is None: raise ValueError("record_fresh is False: make the manager with record_fresh=True to track fresh blocks")
+    fresh, self._fresh = self._fresh, []
+    return fresh
+
 # %% ../nbs/05_block_manager.ipynb #b5563e68
 @patch_to(BlockManager)
 def can_append(self, seq_id, num_tokens: int = 1) -> bool:
@@ -433,7 +444,7 @@ class _Reserved:
 class ReservationManager:
     "The fixed-reservation baseline: each sequence reserves blocks for `max_model_len` tokens; `BlockManager`'s interface"
     def __init__(self, num_blocks: int, block_size: int, max_model_len: int, enable_prefix_caching: bool = False,
-                 context: CacheKeyContext = CacheKeyContext()):
+                 context: CacheKeyContext = CacheKeyContext(), record_fresh: bool = False):
         self.num_blocks, self.block_size = check_positive('num_blocks', num_blocks), check_positive('block_size', block_size)
         self.max_model_len = check_positive('max_model_len', max_model_len)
         if enable_prefix_caching: raise ValueError("enable_prefix_caching must be False: the reservation baseline has no prefix cache")
@@ -446,8 +457,9 @@ class ReservationManager:
         self._region_ref = [0] * self.num_regions                      # its owner + the pending copies reading it
         self._free_regions = list(range(self.num_regions - 1, -1, -1))
         self._seqs, self._high_water, self._copies = {}, 0, 0
+        self._fresh = [] if record_fresh else None                     # every block of each region handed out
 
-    blocks_needed, has_seq, _get = BlockManager.blocks_needed, BlockManager.has_seq, BlockManager._get
+    blocks_needed, has_seq, _get, pop_fresh_blocks = BlockManager.blocks_needed, BlockManager.has_seq, BlockManager._get, BlockManager.pop_fresh_blocks
     num_cached_blocks = 0
     @property
     def num_used_blocks(self) -> int: return (self.num_regions - len(self._free_regions)) * self.reservation
@@ -465,6 +477,7 @@ def _reserve(self) -> int:
     if not self._free_regions: raise NoFreeBlocksError('no free reservation region', needed=self.reservation, available=0)
     r = self._free_regions.pop()
     self._region_ref[r] = 1
+    if self._fresh is not None: self._fresh += self._blocks(r)
     self._high_water = max(self._high_water, self.num_used_blocks)
     return r
 

@@ -97,15 +97,15 @@ class LLM:
         self.model, self.tokenizer, self.model_id = self._load(model, dtype, tokenizer)
         cfg = self.config = self.model.config
         self.max_model_len = min(max_model_len or cfg.max_position_embeddings, cfg.max_position_embeddings)
-        self.backend = select_attention_backend(attention_backend, self.device)
+        self.backend = select_attention_backend(attention_backend, self.device, clean_pages=True)   # step() zeroes fresh blocks
         self.budget, ws = None, self.backend.workspace
         if ws is not None: ws.max_rows = gather_rows_bound(max_num_seqs, max_num_batched_tokens, self.max_model_len, block_size)
         if num_blocks is None: num_blocks = self._blocks_from_budget(block_size, max_num_batched_tokens, memory_bytes)
         self.block_size, self.num_blocks = block_size, num_blocks
         ctx = CacheKeyContext(model_id=self.model_id, model_version=self.model_version,
                               kv_dtype=cfg.shape.kv_dtype, kv_layout=f'paged[{block_size}]x{cfg.shape.num_kv_heads}x{cfg.shape.head_dim}')
-        if allocator == 'paged': self.block_manager = BlockManager(num_blocks, block_size, enable_prefix_caching=enable_prefix_caching, context=ctx)
-        elif allocator == 'reserved': self.block_manager = ReservationManager(num_blocks, block_size, max_model_len=self.max_model_len)
+        if allocator == 'paged': self.block_manager = BlockManager(num_blocks, block_size, enable_prefix_caching=enable_prefix_caching, context=ctx, record_fresh=True)
+        elif allocator == 'reserved': self.block_manager = ReservationManager(num_blocks, block_size, max_model_len=self.max_model_len, record_fresh=True)
         else: raise ValueError(f"allocator must be 'paged' or 'reserved', got {allocator!r}")
         self.scheduler = Scheduler(self.block_manager, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                                    max_model_len=self.max_model_len, policy=policy, enable_chunked_prefill=enable_chunked_prefill,
@@ -206,12 +206,19 @@ def _prepare(self, batch: ScheduledBatch):
                              num_decodes=next((i for i, n in enumerate(batch.num_new_tokens) if n != 1), len(batch.num_new_tokens)))
     return torch.tensor(ids, dtype=i64, device=dev), meta, need
 
+def _zero_fresh_blocks(self):
+    "Zero, in every layer's K and V cache, the blocks the block manager handed out without cached content since the last call"
+    fresh = self.block_manager.pop_fresh_blocks()
+    if not fresh: return
+    idx = torch.tensor(fresh, device=self.device)
+    for k, v in self.kv_caches: k.index_fill_(0, idx, 0); v.index_fill_(0, idx, 0)
+
 def _copy_blocks(self, copies):
     "Run copy-on-write copies (src, dst) on every layer's K and V cache"
     src = torch.tensor([s for s, _ in copies], device=self.device); dst = torch.tensor([d for _, d in copies], device=self.device)
     for k, v in self.kv_caches: k[dst] = k[src]; v[dst] = v[src]
 
-LLM._prepare, LLM._copy_blocks = _prepare, _copy_blocks
+LLM._prepare, LLM._zero_fresh_blocks, LLM._copy_blocks = _prepare, _zero_fresh_blocks, _copy_blocks
 
 # %% ../nbs/08_engine.ipynb #a93abe09
 @torch.inference_mode()
@@ -220,6 +227,7 @@ def step(self, partial: bool = True) -> list[RequestOutput]:
     sch = self.scheduler
     batch = sch.schedule(time.perf_counter())
     if not batch.requests: return self._drain_finished()
+    self._zero_fresh_blocks()                                   # before the copies: a copy-on-write target is fresh too
     if batch.copies: self._copy_blocks(batch.copies)
     ids, meta, need = self._prepare(batch)
     hidden = self.model(ids, meta, self.kv_caches, self.backend, last_of=need)

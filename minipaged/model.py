@@ -139,14 +139,14 @@ class AttentionBackend:
 
 BACKENDS = ('auto', 'torch', 'sdpa', 'triton')
 
-def select_attention_backend(name: str = 'auto', device: str | torch.device = 'cpu') -> AttentionBackend:
-    "The attention backend `name`: 'torch', 'sdpa', 'triton' or 'auto' (Triton on a GPU, SDPA on pages elsewhere)"
+def select_attention_backend(name: str = 'auto', device: str | torch.device = 'cpu', clean_pages: bool = False) -> AttentionBackend:
+    "The attention backend `name`: 'torch', 'sdpa', 'triton' or 'auto' (Triton on a GPU, SDPA on pages elsewhere); `clean_pages`: the caller zeroes every block it hands out (chapter 03)"
     if name not in BACKENDS: raise ValueError(f"attention_backend must be one of {', '.join(map(repr, BACKENDS))}, got {name!r}")
     if name == 'auto': name = 'triton' if torch.device(device).type == 'cuda' else 'sdpa'
     if name == 'torch': return AttentionBackend('torch', paged_decode_attention, paged_prefill_attention)
     if name == 'sdpa':
         ws = PageWorkspace()
-        return AttentionBackend('sdpa', sdpa_decode_attention, sdpa_prefill_attention, partial(plan_pages, workspace=ws), ws)
+        return AttentionBackend('sdpa', sdpa_decode_attention, sdpa_prefill_attention, partial(plan_pages, workspace=ws, clean_pages=clean_pages), ws)
     from minipaged.triton_attention import triton_paged_decode_attention, triton_paged_prefill_attention
     return AttentionBackend('triton', triton_paged_decode_attention, triton_paged_prefill_attention)
 
