@@ -437,7 +437,7 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
     starts = torch.cumsum(q_lens, 0) - q_lens                                      # each sequence's first query row
     acc = torch.float64 if k_cache.dtype == torch.float64 else torch.float32       # the dtype attention runs in
     groups = length_buckets(lens, max_buckets, min_size)
-    no_rows = torch.empty(0, dtype=torch.long, device=dev)
+    no_rows = torch.empty(0, dtype=torch.long, device=dev) if clean_pages else None
     one, buckets = len(groups) == 1, []
     for idx in groups:
         b_lens, b_q = (lens, q_lens) if one else (lens[idx], q_lens[idx])
