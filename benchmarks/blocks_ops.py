@@ -54,7 +54,7 @@ def run_once(a, reqs, make_manager) -> dict:
     "Drive one manager through the workload; return counts and the time of each kind of call"
     bm = make_manager()
     reserve = isinstance(bm, ReservationManager)
-    allocate, append, mark, fork, free = bm.allocate, bm.append, bm.mark_computed, bm.fork, bm.free
+    allocate, append, mark, fork, free, copies_done = bm.allocate, bm.append, bm.mark_computed, bm.fork, bm.free, bm.copies_done
     token = [(t % 32000,) for t in range(a.decode)]         # the sampled token of each decode step, a ready tuple
     queue, live, sid = deque(reqs), [], 0                   # live: [seq_id, tokens held, decode tokens left]
     t_admit = t_append = t_mark = t_free = 0.0
@@ -81,6 +81,7 @@ def run_once(a, reqs, make_manager) -> dict:
         step_token = token[steps % a.decode]
         for s in live:
             append(s[0], step_token)
+        copies_done()                                       # the engine has run the step's copies (none here are timed)
         t2 = perf()
         for s in live:
             n = s[1] = s[1] + 1

@@ -19,7 +19,7 @@ __all__ = ['INDEX_DTYPES', 'BUCKETS', 'allocate_kv_cache', 'slots_for', 'make_bl
            'masked_attention', 'paged_decode_attention', 'query_layout', 'query_grid', 'paged_prefill_attention',
            'PagedBatch', 'random_paged_batch', 'reference_attention', 'context_blocks', 'padding_rows', 'PageWorkspace',
            'gather_pages', 'length_buckets', 'PageBucket', 'PagePlan', 'plan_pages', 'sdpa_paged_attention',
-           'sdpa_decode_attention', 'sdpa_prefill_attention', 'largest_bucket', 'gather_rows_bound']
+           'sdpa_decode_attention', 'sdpa_prefill_attention', 'largest_bucket', 'gather_rows_bound', 'largest_group']
 
 # %% ../nbs/03_paged_attention.ipynb #7688adbd
 def allocate_kv_cache(num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
@@ -504,6 +504,13 @@ def gather_rows_bound(max_num_seqs: int, max_num_batched_tokens: int, max_model_
     "The most rows one whole-page gather can take in an engine with these limits: the largest bucket, every sequence `max_model_len` long"
     for k, v in dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len, block_size=block_size).items():
         check_positive(k, v)
-    groups = max(max(largest_bucket(n, 'decode') for n in range(1, max_num_seqs + 1)),
-                 max(largest_bucket(n, 'prefill') for n in range(1, min(max_num_seqs, max_num_batched_tokens) + 1)))
+    groups = max(largest_group(max_num_seqs, 'decode'), largest_group(min(max_num_seqs, max_num_batched_tokens), 'prefill'))
     return groups * cdiv(max_model_len, block_size) * block_size
+
+def largest_group(max_num_seqs: int, kind: str = 'decode') -> int:
+    "`max(largest_bucket(n, kind) for n in 1..max_num_seqs)`, from the few `n` where it can peak: O(buckets), not O(max_num_seqs)"
+    max_buckets, min_size = BUCKETS[kind]
+    # with k groups (n in [k*min_size, (k+1)*min_size)), a group holds ceil(n / k): largest at the end of that range;
+    # from max_buckets groups on it only grows with n
+    peaks = [min(max_num_seqs, (k + 1) * min_size - 1) for k in range(max_buckets)] + [max_num_seqs]
+    return max(largest_bucket(n, kind) for n in peaks if n >= 1)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from .budget import check_positive, cdiv, write_figure
 
 # %% auto #0
-__all__ = ['POOL_COLORS', 'NoFreeBlocksError', 'CacheKeyContext', 'patch_to', 'BlockManager', 'check_count', 'ReservationManager',
-           'run_batch', 'pool_html', 'plot_pool', 'pool_scenario', 'pool_stepper']
+__all__ = ['POOL_COLORS', 'NoFreeBlocksError', 'CacheKeyContext', 'salt_identity', 'patch_to', 'BlockManager', 'check_count',
+           'ReservationManager', 'run_batch', 'pool_html', 'plot_pool', 'pool_scenario', 'pool_stepper']
 
 # %% ../nbs/05_block_manager.ipynb #b274f4d1
 class NoFreeBlocksError(RuntimeError):
@@ -29,6 +29,14 @@ class CacheKeyContext:
     model_version: str = ''
     kv_dtype: str = ''
     kv_layout: str = ''
+
+def salt_identity(salt):
+    "The salt as the prefix cache compares it: `None`, or (type name, value), so that `1`, `1.0` and `True` are three tenants"
+    if salt is None: return None
+    try: hash(salt)
+    except TypeError: raise TypeError(f"salt must be hashable, got {salt!r}") from None
+    return (f"{type(salt).__module__}.{type(salt).__qualname__}", salt)
+
 
 # %% ../nbs/05_block_manager.ipynb #fdf51655
 def patch_to(cls):
@@ -53,7 +61,8 @@ class _Seq:
 class BlockManager:
     "A pool of `num_blocks` KV blocks of `block_size` slots: block tables, reference counts, fork, copy-on-write, prefix cache"
     __slots__ = ('num_blocks', 'block_size', 'enable_prefix_caching', 'context', '_ref', '_free', '_evictable', '_index',
-                 '_key', '_content', '_uid', '_next_uid', '_seqs', '_used', '_high_water', '_stats', '_key_hash', '_fresh')
+                 '_key', '_content', '_uid', '_next_uid', '_seqs', '_used', '_high_water', '_stats', '_key_hash', '_fresh',
+                 '_gen', '_pins', '_in_flight')
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True,
                  context: CacheKeyContext = CacheKeyContext(), record_fresh: bool = False):
@@ -73,6 +82,9 @@ class BlockManager:
         self._stats = dict(prefix_hit_blocks=0, prefix_hit_tokens=0, prefix_query_tokens=0, cow_copies=0, evictions=0)
         self._key_hash = hash                          # a test can swap in a colliding hash
         self._fresh = [] if record_fresh else None     # blocks handed out without cached content, until pop_fresh_blocks
+        self._gen = [0] * num_blocks                   # a block's version: how many owners it has been handed to
+        self._pins = [0] * num_blocks                  # copies in flight that read or write each block
+        self._in_flight = []                           # (src, dst, version of src, version of dst) until copies_done()
 
     @property
     def num_free_blocks(self) -> int: return len(self._free)
@@ -82,6 +94,8 @@ class BlockManager:
     def num_used_blocks(self) -> int: return self._used
     @property
     def num_available_blocks(self) -> int: return len(self._free) + len(self._evictable)
+    @property
+    def num_copies_in_flight(self) -> int: return len(self._in_flight)
 
     def has_seq(self, seq_id) -> bool: return seq_id in self._seqs
     def __repr__(self):
@@ -115,6 +129,7 @@ def _take(self) -> int:
     elif self._evictable: b = self._evict()
     else: raise NoFreeBlocksError('no free or cached block left', needed=1, available=0)
     self._ref[b] = 1
+    self._gen[b] += 1
     if self._fresh is not None: self._fresh.append(b)
     self._used += 1
     if self._used > self._high_water: self._high_water = self._used
@@ -129,8 +144,8 @@ def _take_many(self, k: int) -> list[int]:
     del free[max(len(free) - k, 0):]
     got.reverse()                                      # the order `pop` would give
     while len(got) < k: got.append(self._evict())
-    ref = self._ref
-    for b in got: ref[b] = 1
+    ref, gen = self._ref, self._gen
+    for b in got: ref[b] = 1; gen[b] += 1
     if self._fresh is not None: self._fresh += got
     self._used += k
     if self._used > self._high_water: self._high_water = self._used
@@ -148,13 +163,13 @@ def _plan(self, tokens: tuple, salt):
     if not self.enable_prefix_caching: return 0, [], [], [], total, len(self._free) + len(self._evictable)
     root = self._root_key(salt)
     hits, hashes, uids = self._cached_prefix(tokens, root, salt)
-    revived = sum(1 for b in hits if self._ref[b] == 0)    # cached blocks a hit takes out of the evictable pool
+    revived = sum(1 for b in hits if b in self._evictable)  # cached blocks a hit takes out of the evictable pool
     return root, hits, hashes, uids, total - len(hits), len(self._free) + len(self._evictable) - revived
 
 @patch_to(BlockManager)
 def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
     "`(fits, cached_tokens)`: would `allocate(…, token_ids, salt)` succeed now, and how many leading tokens would the prefix cache supply? Changes nothing"
-    tokens = tuple(token_ids)
+    tokens, salt = tuple(token_ids), salt_identity(salt)
     if self.blocks_needed(len(tokens)) > self.num_blocks: return False, 0
     _, hits, _, _, new, available = self._plan(tokens, salt)
     return new <= available, len(hits) * self.block_size
@@ -168,13 +183,13 @@ def can_allocate(self, token_ids, salt=None) -> bool:
 def allocate(self, seq_id, token_ids, salt=None) -> int:
     "Admit sequence `seq_id` with prompt `token_ids`, reusing cached prefix blocks; return the number of tokens already computed"
     if seq_id in self._seqs: raise ValueError(f"seq_id {seq_id!r} is already allocated")
-    tokens = tuple(token_ids)
+    tokens, salt = tuple(token_ids), salt_identity(salt)
     root, hits, hashes, uids, new, available = self._plan(tokens, salt)
     if new > available:
         raise NoFreeBlocksError(f"allocate needs {new} blocks, {available} available", needed=new, available=available)
     ref = self._ref
     for b in hits:                                     # nothing can fail from here on
-        if ref[b] == 0:
+        if b in self._evictable:                       # unreferenced: back to used (one in flight already counts as used)
             del self._evictable[b]
             self._used += 1
         ref[b] += 1
@@ -288,18 +303,25 @@ def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
 
 # %% ../nbs/05_block_manager.ipynb #ff5d064f
 @patch_to(BlockManager)
+def _reclaim(self, b: int) -> None:
+    "Return block `b`, which nothing references or holds, to the pool: cached if it is registered, else free"
+    if self._key[b] is None: self._free.append(b)
+    else: self._evictable[b] = None
+    self._used -= 1
+
+@patch_to(BlockManager)
+def _unref(self, b: int) -> None:
+    "Drop one table's reference to `b`; reclaim it if it was the last and no copy in flight holds it"
+    r = self._ref[b] = self._ref[b] - 1
+    if r == 0 and not self._pins[b]: self._reclaim(b)
+
+@patch_to(BlockManager)
 def free(self, seq_id) -> None:
     "End sequence `seq_id` (finished or cancelled): release each of its block references exactly once"
     seq = self._seqs.pop(seq_id, None)
     if seq is None: self._get(seq_id)
-    ref, key, free, evictable, released = self._ref, self._key, self._free, self._evictable, 0
-    for b in reversed(seq.blocks):
-        r = ref[b] = ref[b] - 1
-        if r == 0:
-            released += 1
-            if key[b] is None: free.append(b)
-            else: evictable[b] = None
-    self._used -= released
+    for b in reversed(seq.blocks): self._unref(b)
+
 
 # %% ../nbs/05_block_manager.ipynb #94afc0ed
 @patch_to(BlockManager)
@@ -309,15 +331,35 @@ def _copy_on_write(self, seq: _Seq) -> tuple[int, int]:
     dst = self._take()
     self._ref[src] -= 1                               # >= 1 still: another table holds it
     seq.blocks[-1] = dst
+    self._hold_for_copy(src, dst)
     self._stats['cow_copies'] += 1
     return src, dst
+
+@patch_to(BlockManager)
+def _hold_for_copy(self, src: int, dst: int) -> None:
+    "Keep `src` and `dst` from being reclaimed until `copies_done()`: the copy that reads one and writes the other has not run"
+    self._pins[src] += 1; self._pins[dst] += 1
+    self._in_flight.append((src, dst, self._gen[src], self._gen[dst]))
+
+
+# %% ../nbs/05_block_manager.ipynb #fc1c1797
+@patch_to(BlockManager)
+def copies_done(self) -> None:
+    "The engine has run every copy handed out so far: end their windows, reclaiming any block nothing else holds"
+    pins, ref = self._pins, self._ref
+    for src, dst, _, _ in self._in_flight:
+        for b in (src, dst):
+            pins[b] -= 1
+            if pins[b] == 0 and ref[b] == 0: self._reclaim(b)
+    self._in_flight.clear()
+
 
 # %% ../nbs/05_block_manager.ipynb #a6b2b835
 @patch_to(BlockManager)
 def _root_key(self, salt) -> int:
     "The key a sequence's first block chains from: the extra key (model, version, KV dtype, layout) and the salt"
-    try: return self._key_hash((self.context, salt))
-    except TypeError: raise TypeError(f"salt must be hashable, got {salt!r}") from None
+    return self._key_hash((self.context, salt))
+
 
 # %% ../nbs/05_block_manager.ipynb #6d58a277
 @patch_to(BlockManager)
@@ -391,18 +433,25 @@ def _state(self) -> tuple:
     "Everything observable about the pool, for tests of atomicity"
     seqs = {s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at) for s, q in self._seqs.items()}
     return (tuple(self._ref), tuple(self._free), tuple(self._evictable), tuple(sorted(self._index.items())),
-            tuple(self._key), seqs, self._used, self._high_water, tuple(self._stats.items()))
+            tuple(self._key), seqs, self._used, self._high_water, tuple(self._stats.items()), tuple(self._gen), tuple(self._pins),
+            tuple(self._in_flight))
 
 # %% ../nbs/05_block_manager.ipynb #c508ca4d
 @patch_to(BlockManager)
 def check(self) -> None:
     "Verify every invariant of the pool from scratch; raise `AssertionError` naming the first one broken"
     B, N = self.block_size, self.num_blocks
+    free, cached = set(self._free), set(self._evictable)
+    for src, dst, v_src, v_dst in self._in_flight:
+        for b, v, role in ((src, v_src, 'reads'), (dst, v_dst, 'writes')):
+            assert b not in free and b not in cached, f"block {b} is {'free' if b in free else 'cached'} while an in-flight copy {role} it"
+            assert self._gen[b] == v, f"block {b} was handed out again (version {v} -> {self._gen[b]}) while an in-flight copy {role} it"
     holders = Counter(b for s in self._seqs.values() for b in s.blocks)
+    held = Counter(b for src, dst, _, _ in self._in_flight for b in (src, dst))
     for b in range(N):
         assert self._ref[b] == holders[b], f"block {b}: reference count {self._ref[b]} but {holders[b]} tables hold it"
-    free, cached = set(self._free), set(self._evictable)
-    used = {b for b in range(N) if self._ref[b] > 0}
+        assert self._pins[b] == held[b], f"block {b}: held {self._pins[b]} times, but {held[b]} copies in flight use it"
+    used = {b for b in range(N) if self._ref[b] > 0 or self._pins[b] > 0}
     assert len(free) == len(self._free), "a block is on the free list twice"
     assert not (free & cached or free & used or cached & used), "free, cached and used blocks overlap"
     assert len(free) + len(cached) + len(used) == N, f"{N - len(free) - len(cached) - len(used)} blocks are in no state: leaked"
@@ -454,7 +503,9 @@ class ReservationManager:
             raise ValueError(f"num_blocks {num_blocks} cannot hold one reservation of {self.reservation} blocks "
                              f"(max_model_len {max_model_len}, block_size {block_size})")
         self.num_regions = num_blocks // self.reservation
-        self._region_ref = [0] * self.num_regions                      # its owner + the pending copies reading it
+        self._region_ref = [0] * self.num_regions                      # its owner + the pending and in-flight copies using it
+        self._region_gen = [0] * self.num_regions                      # a region's version: owners it has been handed to
+        self._in_flight = []                                           # handed-out copies (src, dst, their regions' versions)
         self._free_regions = list(range(self.num_regions - 1, -1, -1))
         self._seqs, self._high_water, self._copies = {}, 0, 0
         self._fresh = [] if record_fresh else None                     # every block of each region handed out
@@ -467,6 +518,8 @@ class ReservationManager:
     def num_free_blocks(self) -> int: return len(self._free_regions) * self.reservation
     @property
     def num_available_blocks(self) -> int: return self.num_free_blocks
+    @property
+    def num_copies_in_flight(self) -> int: return len(self._in_flight)
     def __repr__(self):
         return f"ReservationManager({self.num_regions} regions of {self.reservation} blocks of {self.block_size}: {len(self._seqs)} sequences)"
 
@@ -477,6 +530,7 @@ def _reserve(self) -> int:
     if not self._free_regions: raise NoFreeBlocksError('no free reservation region', needed=self.reservation, available=0)
     r = self._free_regions.pop()
     self._region_ref[r] = 1
+    self._region_gen[r] += 1
     if self._fresh is not None: self._fresh += self._blocks(r)
     self._high_water = max(self._high_water, self.num_used_blocks)
     return r
@@ -528,8 +582,18 @@ def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
                          f"more than max_model_len = {self.max_model_len}")
     seq.tokens.extend(token_ids)
     copies, seq.pending = seq.pending, []
-    for src, _ in copies: self._release(src // self.reservation)      # handed to the engine: the source may be reused
+    R, gen = self.reservation, self._region_gen
+    for src, dst in copies:                                            # handed to the engine: in flight until copies_done()
+        self._region_ref[dst // R] += 1
+        self._in_flight.append((src, dst, gen[src // R], gen[dst // R]))
     return copies
+
+@patch_to(ReservationManager)
+def copies_done(self) -> None:
+    "The engine has run every copy handed out so far: release the regions they read and wrote"
+    R = self.reservation
+    for src, dst, _, _ in self._in_flight: self._release(src // R); self._release(dst // R)
+    self._in_flight.clear()
 
 @patch_to(ReservationManager)
 def slots(self, seq_id, start: int, end: int) -> list[int]:
@@ -582,12 +646,16 @@ def metrics(self) -> dict:
 
 @patch_to(ReservationManager)
 def check(self) -> None:
-    "Each region is free or held by its owner plus the pending copies that read it; sequences fit their regions"
-    want = [0] * self.num_regions
+    "Each region is free or held by its owner plus the copies pending or in flight that use it; sequences fit their regions"
+    R, want = self.reservation, [0] * self.num_regions
+    for src, dst, v_src, v_dst in self._in_flight:
+        for b, v in ((src, v_src), (dst, v_dst)):
+            assert self._region_gen[b // R] == v, f"region {b // R} was handed out again while an in-flight copy uses block {b}"
+            want[b // R] += 1
     for sid, s in self._seqs.items():
         want[s.region] += 1
         assert len(s.tokens) <= self.max_model_len and 0 <= s.num_computed <= len(s.tokens), f"seq {sid!r} outgrew its region"
-        for src, _ in s.pending: want[src // self.reservation] += 1
+        for src, _ in s.pending: want[src // R] += 1
     assert want == self._region_ref, f"region reference counts {self._region_ref}, expected {want}"
     assert sorted(self._free_regions) == [r for r in range(self.num_regions) if want[r] == 0], "free regions are wrong"
 
@@ -603,6 +671,7 @@ def run_batch(manager, requests) -> dict:
     while live:
         for sid in list(live):
             copies += len(manager.append(sid, [hash((sid, live[sid])) % 32000]))   # a stand-in for the sampled token
+            manager.copies_done()                                                  # (the engine would run them here)
             manager.mark_computed(sid, manager.num_tokens(sid))
             live[sid] -= 1
             if not live[sid]: del live[sid]; manager.free(sid)
@@ -611,7 +680,7 @@ def run_batch(manager, requests) -> dict:
 # %% ../nbs/05_block_manager.ipynb #a9a940c6
 @patch_to(BlockManager)
 def pool_rows(self) -> list[dict]:
-    "One row per physical block: state (free, cached, used, shared), reference count, holders `seq[i]`, cache key, tokens"
+    "One row per physical block: state (free, cached, used, shared, in flight), reference count, holders `seq[i]`, cache key, tokens"
     B, holders, tokens = self.block_size, [[] for _ in range(self.num_blocks)], [None] * self.num_blocks
     for sid, s in self._seqs.items():
         for i, b in enumerate(s.blocks):
@@ -620,12 +689,12 @@ def pool_rows(self) -> list[dict]:
     rows = []
     for b in range(self.num_blocks):
         r, keyed = self._ref[b], self._key[b] is not None
-        state = 'shared' if r > 1 else 'used' if r else 'cached' if keyed else 'free'
+        state = 'shared' if r > 1 else 'used' if r else 'in flight' if self._pins[b] else 'cached' if keyed else 'free'
         toks = tokens[b] if tokens[b] is not None else self._content[b][2] if keyed else ()
         rows.append(dict(block=b, state=state, refcount=r, holders=' '.join(holders[b]), keyed=keyed, tokens=' '.join(map(str, toks))))
     return rows
 
-POOL_COLORS = dict(free='#eeeeee', cached='#9ecae1', used='#a1d99b', shared='#fdae6b')
+POOL_COLORS = {'free': '#eeeeee', 'cached': '#9ecae1', 'used': '#a1d99b', 'shared': '#fdae6b', 'in flight': '#fc9272'}
 
 def pool_html(rows: list[dict], title: str = '') -> str:
     "An HTML grid of `pool_rows()`: one cell per block, coloured by state, with its count, holders and tokens"
@@ -655,7 +724,7 @@ def plot_pool(frames: list[tuple[str, list[dict]]], width: int | None = None):
             ax.text(x + .08, y + .12, r['tokens'], fontsize=6, color='#444')
         ax.set(xlim=(0, width), ylim=(-rows_per + 1, 1), title=title); ax.axis('off'); ax.title.set_fontsize(9)
     fig.legend(handles=[Rectangle((0, 0), 1, 1, facecolor=c, edgecolor='#555', label=s) for s, c in POOL_COLORS.items()],
-               loc='lower center', ncol=4, fontsize=8, frameon=False)
+               loc='lower center', ncol=len(POOL_COLORS), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
@@ -673,7 +742,7 @@ def pool_scenario() -> list[dict]:
     frame(f'B shares A\'s first 8 tokens: {hit} tokens come from the cache, 2 blocks are shared')
     bm.fork('A', 'A2')
     frame('A is sampled twice: fork A -> A2 shares all 3 of A\'s blocks')
-    copies = bm.append('A2', [30]) + bm.append('A', [31])
+    copies = bm.append('A2', [30]) + bm.append('A', [31]); bm.copies_done()
     frame(f'A2 writes its token: copy-on-write {copies[0]}; then A writes in place (its block is no longer shared)')
     bm.free('B')
     frame('B is cancelled: every reference it held is released once; its private block is free, the prefix still held')

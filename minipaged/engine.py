@@ -6,63 +6,106 @@ Docs: https://minipaged.github.io/minipaged/engine.html.md"""
 
 # %% ../nbs/08_engine.ipynb #adc42d20
 from __future__ import annotations
-import itertools, time
-from dataclasses import dataclass, field
+import itertools, math, numbers, time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 import torch
-from .budget import MiB, capacity
+from .budget import MiB, canonical_dtype, capacity
 from .attention import gather_rows_bound
 from .blocks import BlockManager, CacheKeyContext, ReservationManager
-from .scheduler import Request, ScheduledBatch, Scheduler
+from .scheduler import FinishReason, Request, ScheduledBatch, Scheduler, Status
 from .model import (AttentionMetadata, CausalLM, ModelConfig, allocate_model_cache, select_attention_backend, load_model,
                              random_model, tiny_config)
 
 # %% auto #0
-__all__ = ['SamplingParams', 'filter_logits', 'sample_tokens', 'CompletionOutput', 'RequestOutput', 'LLM', 'add_request', 'step',
-           'abort', 'has_unfinished_requests', 'generate']
+__all__ = ['COMPUTE_DTYPES', 'check_int', 'check_number', 'check_bool', 'SamplingParams', 'filter_logits', 'sample_tokens',
+           'CompletionOutput', 'RequestOutput', 'LLM', 'add_request', 'step', 'abort', 'has_unfinished_requests',
+           'generate']
+
+# %% ../nbs/08_engine.ipynb #71c25f6a
+def _is_int(x) -> bool: return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+def _bounds(low, high, low_open=False) -> str:
+    if low is not None and high is not None: return f" in {'(' if low_open else '['}{low}, {high}]"
+    if low is not None: return f" {'>' if low_open else '>='} {low}"
+    return f" <= {high}" if high is not None else ''
+
+def check_int(name: str, value, low: int | None = None, high: int | None = None) -> int:
+    "`value` as an `int` if it is an integer (a bool or a float is not) in [low, high], else a `ValueError` naming `name`"
+    if not _is_int(value) or (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be an integer{_bounds(low, high)}, got {value!r}")
+    return int(value)
+
+def check_number(name: str, value, low: float | None = None, high: float | None = None, low_open: bool = False) -> float:
+    "`value` as a `float` if it is a finite real number (not a bool) in its range, else a `ValueError` naming `name`"
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or (low is not None and (value <= low if low_open else value < low)) or (high is not None and value > high):
+        raise ValueError(f"{name} must be a finite number{_bounds(low, high, low_open)}, got {value!r}")
+    return float(value)
+
+def check_bool(name: str, value) -> bool:
+    "`value` if it is `True` or `False`, else a `ValueError` naming `name` (`'no'` and `0` are not booleans)"
+    if not isinstance(value, bool): raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
 
 # %% ../nbs/08_engine.ipynb #34f4fc6a
-@dataclass
+@dataclass(frozen=True)
 class SamplingParams:
-    "How to sample one request's continuations"
+    "How to sample one request's continuations; every field is checked for type and range when it is made"
     n: int = 1                       # samples per prompt, run as forks sharing the prompt's blocks
     temperature: float = 1.0         # 0 means greedy
-    top_k: int = -1                  # keep the k most likely tokens; -1 keeps all
+    top_k: int = -1                  # keep the k most likely tokens; -1 (or 0) keeps all
     top_p: float = 1.0               # keep the smallest set whose probability reaches top_p
     seed: int | None = None          # sample i uses a generator seeded with seed + i
     max_tokens: int = 16
     stop_token_ids: tuple[int, ...] = ()
     ignore_eos: bool = False         # do not stop at the model's end-of-sequence token(s)
+    logits_processors: tuple = ()    # (output token ids, logits [vocab]) -> logits, applied in order before choosing
 
     def __post_init__(self):
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1: raise ValueError(f"n must be a positive integer, got {self.n!r}")
-        if not self.temperature >= 0: raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1: raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.top_k != -1 and self.top_k < 1: raise ValueError(f"top_k must be -1 (off) or >= 1, got {self.top_k}")
-        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
-        self.stop_token_ids = tuple(int(t) for t in self.stop_token_ids)
+        n = check_int('n', self.n, 1)
+        if not _is_int(self.top_k) or self.top_k < -1:
+            raise ValueError(f"top_k must be an integer: -1 or 0 (off), or >= 1, got {self.top_k!r}")
+        stop, procs = self.stop_token_ids, self.logits_processors
+        if not isinstance(stop, (list, tuple, set, frozenset)):
+            raise ValueError(f"stop_token_ids must be a list of token ids, got {stop!r}")
+        if not isinstance(procs, (list, tuple)) or not all(callable(f) for f in procs):
+            raise ValueError(f"logits_processors must be a list of callables (token ids, logits) -> logits, got {procs!r}")
+        fields = dict(n=n, temperature=check_number('temperature', self.temperature, 0),
+                      top_k=int(self.top_k), top_p=check_number('top_p', self.top_p, 0, 1, low_open=True),
+                      seed=None if self.seed is None else check_int('seed', self.seed, 0, 2**63 - n),
+                      max_tokens=check_int('max_tokens', self.max_tokens, 1),
+                      stop_token_ids=tuple(check_int(f'stop_token_ids[{i}]', t, 0) for i, t in enumerate(stop)),
+                      ignore_eos=check_bool('ignore_eos', self.ignore_eos), logits_processors=tuple(procs))
+        for k, v in fields.items(): object.__setattr__(self, k, v)
     @property
     def greedy(self) -> bool: return self.temperature == 0
 
 # %% ../nbs/08_engine.ipynb #ece79d1c
 def filter_logits(logits: torch.Tensor, temperature: float, top_k: int = -1, top_p: float = 1.0) -> torch.Tensor:
-    "Temperature-scaled logits `[vocab]` with everything outside top-k and the top-p nucleus set to -inf"
-    x = logits / temperature
+    "Logits `[vocab]` shifted so the largest is 0 and temperature-scaled, everything outside top-k and the top-p nucleus set to -inf"
+    x = (logits - logits.max()) / temperature          # shift first: no overflow, however small the temperature
     if 0 < top_k < x.shape[-1]: x = x.masked_fill(x < torch.topk(x, top_k).values[-1], float('-inf'))
     if top_p < 1.0:
         probs, order = torch.sort(torch.softmax(x, -1), descending=True)
         drop = probs.cumsum(-1) - probs >= top_p          # tokens after the nucleus is already full
+        drop[0] = False                                    # the most likely token stays, however small top_p
         x = x.masked_fill(torch.zeros_like(drop).scatter(0, order, drop), float('-inf'))
     return x
 
-def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], generators: list) -> list[int]:
-    "One token per row of `logits [rows, vocab]` (float32): argmax for greedy rows, else a draw with the row's generator"
+def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], generators: list, histories: list | None = None) -> list:
+    "One token per row of `logits [rows, vocab]` (float32): argmax for greedy rows, else a draw with the row's generator; a row that fails gets its exception instead"
     out = logits.argmax(-1).tolist()
+    finite = torch.isfinite(logits.amax(-1)).tolist()  # amax is NaN if any logit is, inf if one is, -inf if all are
     for i, (p, g) in enumerate(zip(params, generators)):
-        if not p.greedy:
-            probs = torch.softmax(filter_logits(logits[i], p.temperature, p.top_k, p.top_p), -1)
-            out[i] = int(torch.multinomial(probs, 1, generator=g))
+        if p.greedy and finite[i] and not p.logits_processors: continue
+        try:
+            x = logits[i]
+            for f in p.logits_processors: x = f(list(histories[i]) if histories else [], x)
+            if not (isinstance(x, torch.Tensor) and x.shape == logits[i].shape and bool(torch.isfinite(x.amax()))):
+                raise ValueError('logits are not finite (a NaN, an inf, or every token -inf)')
+            out[i] = int(x.argmax()) if p.greedy else int(torch.multinomial(torch.softmax(filter_logits(x, p.temperature, p.top_k, p.top_p), -1), 1, generator=g))
+        except Exception as e: out[i] = e
     return out
 
 # %% ../nbs/08_engine.ipynb #283163eb
@@ -74,6 +117,7 @@ class CompletionOutput:
     text: str | None
     finish_reason: str | None
     cumulative_logprob: float | None = None
+    error: str | None = None          # why it ended, when finish_reason is 'aborted'
 
 @dataclass
 class RequestOutput:
@@ -93,10 +137,13 @@ class LLM:
                  enable_prefix_caching: bool = True, enable_chunked_prefill: bool = True, attention_backend: str = 'auto',
                  device: str | torch.device = 'cpu', dtype: str | None = None, memory_bytes: int | None = None,
                  policy: str = 'fcfs', seed: int = 0, tokenizer=None, allocator: str = 'paged', batching: str = 'continuous'):
+        self._check_settings(locals())                               # all of them, before anything is built
         self.device = torch.device(device)
         self.model, self.tokenizer, self.model_id = self._load(model, dtype, tokenizer)
         cfg = self.config = self.model.config
-        self.max_model_len = min(max_model_len or cfg.max_position_embeddings, cfg.max_position_embeddings)
+        if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
+            raise ValueError(f"max_model_len must be at most the model's max_position_embeddings {cfg.max_position_embeddings}, got {max_model_len}")
+        self.max_model_len = max_model_len or cfg.max_position_embeddings
         self.backend = select_attention_backend(attention_backend, self.device, clean_pages=True)   # step() zeroes fresh blocks
         self.budget, ws = None, self.backend.workspace
         if ws is not None: ws.max_rows = gather_rows_bound(max_num_seqs, max_num_batched_tokens, self.max_model_len, block_size)
@@ -105,8 +152,7 @@ class LLM:
         ctx = CacheKeyContext(model_id=self.model_id, model_version=self.model_version,
                               kv_dtype=cfg.shape.kv_dtype, kv_layout=f'paged[{block_size}]x{cfg.shape.num_kv_heads}x{cfg.shape.head_dim}')
         if allocator == 'paged': self.block_manager = BlockManager(num_blocks, block_size, enable_prefix_caching=enable_prefix_caching, context=ctx, record_fresh=True)
-        elif allocator == 'reserved': self.block_manager = ReservationManager(num_blocks, block_size, max_model_len=self.max_model_len, record_fresh=True)
-        else: raise ValueError(f"allocator must be 'paged' or 'reserved', got {allocator!r}")
+        else: self.block_manager = ReservationManager(num_blocks, block_size, max_model_len=self.max_model_len, record_fresh=True)
         self.scheduler = Scheduler(self.block_manager, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                                    max_model_len=self.max_model_len, policy=policy, enable_chunked_prefill=enable_chunked_prefill,
                                    batching=batching)
@@ -114,13 +160,45 @@ class LLM:
         self.stop_ids = frozenset(cfg.eos_token_ids)
         self._ids = itertools.count()
         self._groups: dict = {}            # request_id -> the user-level request: params, samples, prompt
+        self._stash: list = []             # finished outputs of requests `generate` did not add, for the next step()
         self._rng = torch.Generator().manual_seed(seed)
 
 # %% ../nbs/08_engine.ipynb #e058806e
+COMPUTE_DTYPES = ('float32', 'float16', 'bfloat16')
+
+def _check_settings(self, kw: dict) -> None:
+    "Refuse a bad engine setting with the rule it breaks, before anything is built"
+    for k in ('block_size', 'max_num_seqs', 'max_num_batched_tokens'): check_int(k, kw[k], 1)
+    for k in ('num_blocks', 'max_model_len', 'memory_bytes'):
+        if kw[k] is not None: check_int(k, kw[k], 1)
+    for k in ('enable_prefix_caching', 'enable_chunked_prefill'): check_bool(k, kw[k])
+    check_int('seed', kw['seed'], 0, 2**63 - 1)
+    for k, allowed in (('allocator', ('paged', 'reserved')), ('policy', ('fcfs', 'priority')), ('batching', ('continuous', 'static'))):
+        if kw[k] not in allowed: raise ValueError(f"{k} must be one of {', '.join(map(repr, allowed))}, got {kw[k]!r}")
+    m = kw['model']
+    if not (m is None or isinstance(m, (str, Path, ModelConfig, CausalLM))):
+        raise ValueError(f"model must be a checkpoint directory, a ModelConfig, a CausalLM or None, got {type(m).__name__}")
+    try: torch.device(kw['device'])
+    except (RuntimeError, TypeError) as e: raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got {kw['device']!r}") from None
+    if kw['tokenizer'] is not None and not (hasattr(kw['tokenizer'], 'encode') and hasattr(kw['tokenizer'], 'decode')):
+        raise ValueError(f"tokenizer must have encode and decode methods, got {type(kw['tokenizer']).__name__}")
+
+def _compute_dtype(dtype) -> str | None:
+    if dtype is None: return None
+    name = canonical_dtype(str(dtype).removeprefix('torch.'))
+    if name not in COMPUTE_DTYPES: raise ValueError(f"dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {dtype!r}")
+    return name
+
 def _load(self, model, dtype, tokenizer):
+    dtype = _compute_dtype(dtype)
     if model is None: model = tiny_config()
-    if isinstance(model, ModelConfig): m, name = random_model(model), model.shape.name
-    elif isinstance(model, CausalLM): m, name = model, model.config.shape.name
+    if isinstance(model, ModelConfig):
+        if dtype: model = replace(model, shape=replace(model.shape, dtype=dtype, kv_dtype=None))
+        m, name = random_model(model), model.shape.name
+    elif isinstance(model, CausalLM):
+        own = str(next(model.parameters()).dtype).removeprefix('torch.')
+        if dtype and dtype != own: raise ValueError(f"dtype {dtype!r} differs from the CausalLM's own {own!r}: convert it yourself (model.to(...)) or pass a checkpoint or a ModelConfig")
+        m, name = model, model.config.shape.name
     else:
         path = Path(model)
         m, name = load_model(path, dtype=dtype), str(path.resolve())
@@ -140,7 +218,9 @@ def _blocks_from_budget(self, block_size, max_num_batched_tokens, memory_bytes):
     s = self.config.shape
     self.budget = capacity(s, memory_bytes, [self.max_model_len], block_size=block_size, max_num_batched_tokens=max_num_batched_tokens,
                            max_model_len=self.max_model_len, workspace_bytes=self.workspace_bytes)
-    return int(self.budget.kv_pool_bytes // (block_size * s.kv_bytes_per_token))
+    n = int(self.budget.kv_pool_bytes // (block_size * s.kv_bytes_per_token))
+    if n < 1: raise ValueError(f"memory_bytes: {memory_bytes} bytes leave no room for one KV block after the rest of the budget:\n{self.budget.table()}")
+    return n
 
 def _workspace_bytes(self) -> int:
     "The budget's workspace term: the backend's gather buffers at their bound (keys and values of one layer), else 256 MiB on a GPU, else 0"
@@ -148,41 +228,71 @@ def _workspace_bytes(self) -> int:
     if ws is not None: return ws.max_rows * s.kv_bytes_per_token // s.num_layers
     return 256 * MiB if self.device.type == 'cuda' else 0
 
-LLM._load, LLM._blocks_from_budget, LLM.workspace_bytes = _load, _blocks_from_budget, property(_workspace_bytes)
+LLM._check_settings, LLM._load, LLM._blocks_from_budget, LLM.workspace_bytes = _check_settings, _load, _blocks_from_budget, property(_workspace_bytes)
 
 # %% ../nbs/08_engine.ipynb #a29a1076
-def add_request(self, prompt, params: SamplingParams | None = None, request_id=None, arrival_time: float | None = None,
-                cache_salt=None, priority: int = 0):
-    "Queue one prompt (token ids, or a string when there is a tokenizer); returns its request id"
-    params = params or SamplingParams()
+def _check_prompt(self, prompt) -> tuple[list[int], str | None]:
+    "A prompt's token ids (and its text, for a string prompt), or a `ValueError` saying what is wrong with it"
     text = None
     if isinstance(prompt, str):
         if self.tokenizer is None: raise ValueError("prompt is a string but this model has no tokenizer: pass token ids")
         text, prompt = prompt, self.tokenizer.encode(prompt).ids
+    elif hasattr(prompt, 'tolist') and not isinstance(prompt, (list, tuple)): prompt = prompt.tolist()   # a NumPy array, a tensor
+    if not isinstance(prompt, (list, tuple, range)):
+        raise ValueError(f"prompt must be a string or a list of token ids, got {type(prompt).__name__}")
+    bad = next((i for i, t in enumerate(prompt) if not _is_int(t)), None)
+    if bad is not None: raise ValueError(f"prompt token ids must be integers, got {prompt[bad]!r} at position {bad}")
     ids = [int(t) for t in prompt]
     if not ids: raise ValueError("prompt must hold at least one token")
     V = self.config.shape.vocab_size
-    bad = [t for t in ids if not 0 <= t < V]
-    if bad: raise ValueError(f"prompt token ids must be in [0, {V}), got {bad[:5]}")
+    out = [t for t in ids if not 0 <= t < V]
+    if out: raise ValueError(f"prompt token ids must be in [0, {V}), got {out[:5]}")
+    return ids, text
+
+def _check_request(self, prompt, params=None, request_id=None, arrival_time=None, cache_salt=None, priority=0) -> dict:
+    "Every argument of `add_request` checked and normalised; changes nothing"
+    ids, text = self._check_prompt(prompt)
+    params = SamplingParams() if params is None else params
+    if not isinstance(params, SamplingParams): raise ValueError(f"params must be a SamplingParams, got {type(params).__name__}")
+    V = self.config.shape.vocab_size
+    if any(t >= V for t in params.stop_token_ids): raise ValueError(f"stop_token_ids must be in [0, {V}), got {list(params.stop_token_ids)}")
     if len(ids) + params.max_tokens > self.max_model_len:
         raise ValueError(f"prompt ({len(ids)} tokens) + max_tokens ({params.max_tokens}) exceeds the model context {self.max_model_len}")
-    rid = next(self._ids) if request_id is None else request_id
-    if rid in self._groups: raise ValueError(f"request_id {rid!r} is already in use")
-    stop = frozenset(params.stop_token_ids) | (frozenset() if params.ignore_eos else self.stop_ids)
-    now = time.perf_counter() if arrival_time is None else arrival_time
-    req = Request((rid, 0), ids, params.max_tokens, stop_token_ids=stop, priority=priority, arrival_time=now,
-                  cache_salt=cache_salt, num_samples=params.n)
-    gen = [self._generator(params, i) for i in range(params.n)]
-    self._groups[rid] = dict(params=params, prompt=text, samples=[req], generators=gen)
-    self.scheduler.add_request(req, now)
+    if params.n > self.scheduler.max_num_seqs:
+        raise ValueError(f"n ({params.n}) exceeds max_num_seqs ({self.scheduler.max_num_seqs}): a request's samples run together")
+    if not (cache_salt is None or isinstance(cache_salt, (str, bytes)) or _is_int(cache_salt)):
+        raise ValueError(f"cache_salt must be a str, bytes, an int or None, got {cache_salt!r}")
+    if request_id is None:
+        request_id = next(self._ids)
+        while request_id in self._groups: request_id = next(self._ids)   # never one a caller chose
+    elif not (isinstance(request_id, str) or _is_int(request_id)):
+        raise ValueError(f"request_id must be a str or an int, got {request_id!r}")
+    elif request_id in self._groups: raise ValueError(f"request_id {request_id!r} is already in use")
+    now = time.perf_counter() if arrival_time is None else check_number('arrival_time', arrival_time)
+    return dict(ids=ids, text=text, params=params, request_id=request_id if isinstance(request_id, str) else int(request_id),
+                arrival_time=now, cache_salt=int(cache_salt) if _is_int(cache_salt) else cache_salt, priority=check_int('priority', priority))
+
+def _submit(self, r: dict):
+    "Register a request `_check_request` approved; returns its id"
+    p, rid = r['params'], r['request_id']
+    stop = frozenset(p.stop_token_ids) | (frozenset() if p.ignore_eos else self.stop_ids)
+    req = Request((rid, 0), r['ids'], p.max_tokens, stop_token_ids=stop, priority=r['priority'], arrival_time=r['arrival_time'],
+                  cache_salt=r['cache_salt'], num_samples=p.n)
+    self._groups[rid] = dict(params=p, prompt=r['text'], samples=[req], generators=[self._generator(p, i) for i in range(p.n)])
+    self.scheduler.add_request(req, r['arrival_time'])
     return rid
+
+def add_request(self, prompt, params: SamplingParams | None = None, request_id=None, arrival_time: float | None = None,
+                cache_salt=None, priority: int = 0):
+    "Queue one prompt (token ids, or a string when there is a tokenizer); returns its request id"
+    return self._submit(self._check_request(prompt, params, request_id, arrival_time, cache_salt, priority))
 
 def _generator(self, params: SamplingParams, index: int):
     if params.greedy: return None
     if params.seed is None: return torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,), generator=self._rng)))
     return torch.Generator().manual_seed(params.seed + index)
 
-LLM.add_request, LLM._generator = add_request, _generator
+LLM._check_prompt, LLM._check_request, LLM._submit, LLM.add_request, LLM._generator = _check_prompt, _check_request, _submit, add_request, _generator
 
 # %% ../nbs/08_engine.ipynb #ec1c1779
 def _prepare(self, batch: ScheduledBatch):
@@ -218,22 +328,20 @@ def _copy_blocks(self, copies):
     src = torch.tensor([s for s, _ in copies], device=self.device); dst = torch.tensor([d for _, d in copies], device=self.device)
     for k, v in self.kv_caches: k[dst] = k[src]; v[dst] = v[src]
 
-LLM._prepare, LLM._zero_fresh_blocks, LLM._copy_blocks = _prepare, _zero_fresh_blocks, _copy_blocks
-
-# %% ../nbs/08_engine.ipynb #a93abe09
-@torch.inference_mode()
-def step(self, partial: bool = True) -> list[RequestOutput]:
-    "Run one iteration; returns a `RequestOutput` for every request that produced a token (if `partial`) or finished"
-    sch = self.scheduler
-    batch = sch.schedule(time.perf_counter())
-    if not batch.requests: return self._drain_finished()
+def _forward(self, batch: ScheduledBatch):
+    "Zero the fresh blocks, run the copies, run the model: the logits of the rows that complete their pending tokens (None if none do)"
     self._zero_fresh_blocks()                                   # before the copies: a copy-on-write target is fresh too
     if batch.copies: self._copy_blocks(batch.copies)
     ids, meta, need = self._prepare(batch)
     hidden = self.model(ids, meta, self.kv_caches, self.backend, last_of=need)
-    logits = self.model.compute_logits(hidden) if need else None
-    done = [r for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions) if s + n == r.num_tokens]
-    rows, params, gens, targets, forks = [], [], [], [], []
+    return self.model.compute_logits(hidden) if need else None
+
+LLM._prepare, LLM._zero_fresh_blocks, LLM._copy_blocks, LLM._forward = _prepare, _zero_fresh_blocks, _copy_blocks, _forward
+
+# %% ../nbs/08_engine.ipynb #a93abe09
+def _sample(self, done: list[Request], logits, forks: list) -> tuple[dict, dict]:
+    "Fork the prompts that finished with n > 1, then one token per running sample: ({sample id: token}, {sample id: error})"
+    sch, rows, params, gens, hist, targets = self.scheduler, [], [], [], [], []
     for i, req in enumerate(done):
         g = self._groups[req.request_id[0]]
         samples = [req]
@@ -241,19 +349,43 @@ def step(self, partial: bool = True) -> list[RequestOutput]:
             for j in range(1, g['params'].n):
                 child = sch.fork(req, Request((req.request_id[0], j), req.prompt_token_ids, req.max_tokens, req.stop_token_ids,
                                               req.priority, cache_salt=req.cache_salt), num_new_tokens=req.num_uncomputed)
-                g['samples'].append(child); forks.append(child); samples.append(child)
+                g['samples'].append(child); forks.append(child)
+                if child.status is Status.RUNNING: samples.append(child)       # a child left waiting computes its own prompt later
         for x in samples:
-            rows.append(i); params.append(g['params']); gens.append(g['generators'][x.request_id[1]]); targets.append(x.request_id)
-    sampled = dict(zip(targets, sample_tokens(logits[rows], params, gens))) if rows else {}
+            rows.append(i); params.append(g['params']); gens.append(g['generators'][x.request_id[1]])
+            hist.append(x.output_token_ids); targets.append(x.request_id)
+    if not rows: return {}, {}
+    tokens = sample_tokens(logits[rows], params, gens, hist)
+    ok = {t: tok for t, tok in zip(targets, tokens) if not isinstance(tok, Exception)}
+    return ok, {t: f"sampling failed: {type(e).__name__}: {e}" for t, e in zip(targets, tokens) if isinstance(e, Exception)}
+
+@torch.inference_mode()
+def _run_step(self, partial: bool) -> list[RequestOutput]:
+    sch = self.scheduler
+    batch = sch.schedule(time.perf_counter())
+    done = [r for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions) if s + n == r.num_tokens]
+    sampled, failed, forks = {}, {}, []
+    if batch.requests:
+        try: sampled, failed = self._sample(done, self._forward(batch), forks)
+        except BaseException:                                   # the engine's own error: nothing of this step stands
+            sch.abandon(batch); sch.abandon(ScheduledBatch(forks)); raise
     now = time.perf_counter()
+    for sid, error in failed.items(): sch.abort(sid, now, FinishReason.ABORTED, error)   # that sample's own error: it alone ends
     sch.update(batch, sampled, now)
+    forks = [f for f in forks if f.status is Status.RUNNING]
     if forks: sch.update(ScheduledBatch(forks, [f.num_tokens - f.num_computed_tokens for f in forks], [f.num_computed_tokens for f in forks]), sampled, now)
     finished = self._drain_finished()
     if not partial: return finished
     touched = dict.fromkeys(r.request_id[0] for r in done)        # batch order: deterministic
     return [self._output(rid) for rid in touched if rid in self._groups] + finished
 
-LLM.step = step
+def step(self, partial: bool = True) -> list[RequestOutput]:
+    "Run one iteration; returns a `RequestOutput` for every request that produced a token (if `partial`) or finished"
+    outs = self._run_step(partial)
+    if self._stash: outs, self._stash = self._stash + outs, []     # finished while `generate` ran, not yet returned
+    return outs
+
+LLM._sample, LLM._run_step, LLM.step = _sample, _run_step, step
 
 # %% ../nbs/08_engine.ipynb #962de29e
 def _output(self, rid) -> RequestOutput:
@@ -261,12 +393,12 @@ def _output(self, rid) -> RequestOutput:
     reqs = g['samples']
     outs = [CompletionOutput(index=r.request_id[1], token_ids=list(r.output_token_ids),
                              text=self.tokenizer.decode(r.output_token_ids) if self.tokenizer else None,
-                             finish_reason=r.finish_reason.value if r.finish_reason else None) for r in reqs]
+                             finish_reason=r.finish_reason.value if r.finish_reason else None, error=r.error) for r in reqs]
     first = reqs[0]
     finished = all(r.finished for r in reqs)       # forks are made in the step of the first token: a request ended before it has one sample
     if finished and len(outs) < g['params'].n:     # it ended before its prompt did: the samples it never forked end the same way, empty
-        outs += [CompletionOutput(index=j, token_ids=[], text='' if self.tokenizer else None, finish_reason=outs[0].finish_reason)
-                 for j in range(len(outs), g['params'].n)]
+        outs += [CompletionOutput(index=j, token_ids=[], text='' if self.tokenizer else None, finish_reason=outs[0].finish_reason,
+                                  error=outs[0].error) for j in range(len(outs), g['params'].n)]
     metrics = dict(arrival_time=first.arrival_time, first_scheduled_time=first.first_scheduled_time, first_token_time=first.first_token_time,
                    finished_time=max((r.finished_time for r in reqs if r.finished_time is not None), default=None),
                    token_times=[list(r.token_times) for r in reqs] + [[] for _ in range(len(reqs), len(outs))], num_cached_tokens=first.num_cached_tokens,
@@ -284,32 +416,61 @@ def _drain_finished(self) -> list[RequestOutput]:
 
 def abort(self, request_id) -> None:
     "Cancel a request (all its samples) in any state; its blocks are released at once"
-    if request_id not in self._groups: raise ValueError(f"request_id {request_id!r} is not an unfinished request")
+    try: known = request_id in self._groups
+    except TypeError: known = False                              # unhashable: never an id
+    if not known: raise ValueError(f"request_id {request_id!r} is not an unfinished request")
     for r in self._groups[request_id]['samples']:
         if not r.finished: self.scheduler.abort(r.request_id, time.perf_counter())
 
-def has_unfinished_requests(self) -> bool: return bool(self._groups)
+def has_unfinished_requests(self) -> bool:
+    "Whether a request is still running or waiting, or a finished one has an output `step` has not returned yet"
+    return bool(self._groups or self._stash)
 
 LLM._output, LLM._drain_finished, LLM.abort, LLM.has_unfinished_requests = _output, _drain_finished, abort, has_unfinished_requests
 
 # %% ../nbs/08_engine.ipynb #68b69ebd
+def _as_prompts(prompts) -> list:
+    "`generate`'s prompts as a list: a string or a flat list of token ids is one prompt"
+    if isinstance(prompts, str): return [prompts]
+    if hasattr(prompts, 'tolist') and not isinstance(prompts, (list, tuple)): prompts = prompts.tolist()   # 1-D: one prompt; 2-D: rows
+    if not isinstance(prompts, (list, tuple)):
+        raise ValueError(f"prompts must be a string, a list of token ids, or a list of those, got {type(prompts).__name__}")
+    return [list(prompts)] if prompts and all(_is_int(t) for t in prompts) else list(prompts)
+
 def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None, use_tqdm: bool | None = None) -> list[RequestOutput]:
     "Generate for every prompt (token-id lists or strings); one `RequestOutput` per prompt, in input order"
-    if prompts and (isinstance(prompts, str) or isinstance(prompts[0], int)): prompts = [prompts]
-    params = sampling_params if isinstance(sampling_params, list) else [sampling_params or SamplingParams()] * len(prompts)
+    prompts = _as_prompts(prompts)
+    params = list(sampling_params) if isinstance(sampling_params, (list, tuple)) else [sampling_params] * len(prompts)
     if len(params) != len(prompts): raise ValueError(f"sampling_params has {len(params)} entries for {len(prompts)} prompts")
-    ids = [self.add_request(p, sp) for p, sp in zip(prompts, params)]
-    results, bar = {}, None
-    if use_tqdm or (use_tqdm is None and len(prompts) >= 16):
-        from tqdm.auto import tqdm
-        bar = tqdm(total=len(ids), desc='generate', unit='req')
-    wanted = set(ids)
-    while len(results) < len(ids):
-        for out in self.step(partial=False):                # only finished outputs: no per-step copies of partial ones
-            if out.request_id in wanted and out.request_id not in results:
+    wrong = next((i for i, p in enumerate(params) if not (p is None or isinstance(p, SamplingParams))), None)
+    if wrong is not None:
+        where = f"sampling_params[{wrong}]" if isinstance(sampling_params, (list, tuple)) else "sampling_params"
+        raise ValueError(f"{where} must be a SamplingParams (or a list of them, one per prompt), got {type(params[wrong]).__name__}")
+    if use_tqdm is not None: check_bool('use_tqdm', use_tqdm)
+    checked = []
+    for i, (p, sp) in enumerate(zip(prompts, params)):
+        try: checked.append(self._check_request(p, sp))
+        except ValueError as e: raise ValueError(f"prompts[{i}]: {e}") from None
+    ids, results, bar = [], {}, None
+    try:
+        for r in checked: ids.append(self._submit(r))
+        if use_tqdm or (use_tqdm is None and len(prompts) >= 16):
+            from tqdm.auto import tqdm
+            bar = tqdm(total=len(ids), desc='generate', unit='req')
+        wanted = set(ids)
+        while len(results) < len(ids):
+            for out in self._run_step(partial=False):             # only finished outputs: no per-step copies of partial ones
+                if out.request_id not in wanted: self._stash.append(out); continue   # someone else's: the next step() returns it
                 results[out.request_id] = out
                 if bar: bar.update(1)
-    if bar: bar.close()
+    except BaseException:                                        # an error or an interrupt: none of our requests stays queued
+        for rid in ids:
+            if rid in self._groups: self.abort(rid)
+        mine = set(ids)
+        self._stash += [o for o in self._drain_finished() if o.request_id not in mine]
+        raise
+    finally:
+        if bar: bar.close()
     return [results[i] for i in ids]
 
 LLM.generate = generate

@@ -28,6 +28,8 @@ __all__ = ['SUPPORTED_ARCHITECTURES', 'BACKENDS', 'ModelConfig', 'config_from_hf
 # %% ../nbs/07_model.ipynb #7e76dd0a
 SUPPORTED_ARCHITECTURES = ('LlamaForCausalLM', 'Qwen2ForCausalLM')
 
+def _token_id(t, vocab_size: int) -> bool: return isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab_size
+
 @dataclass(frozen=True)
 class ModelConfig:
     "A decoder's shape (chapter 00) plus what the forward pass needs beyond it"
@@ -44,6 +46,11 @@ class ModelConfig:
         for k in ('intermediate_size', 'vocab_size'):
             if getattr(self.shape, k) is None: raise ValueError(f"config needs {k}")
         if self.shape.head_dim % 2: raise ValueError(f"head_dim must be even for rotary embeddings, got {self.shape.head_dim}")
+        V = self.shape.vocab_size                     # a special token id that is not a token would never match: refuse it here
+        if not isinstance(self.eos_token_ids, tuple) or not all(_token_id(t, V) for t in self.eos_token_ids):
+            raise ValueError(f"eos_token_ids must be a tuple of token ids in [0, {V}), got {self.eos_token_ids!r}")
+        if self.bos_token_id is not None and not _token_id(self.bos_token_id, V):
+            raise ValueError(f"bos_token_id must be a token id in [0, {V}) or None, got {self.bos_token_id!r}")
     @property
     def max_position_embeddings(self) -> int: return self.shape.max_position_embeddings or 2048
 
@@ -67,7 +74,7 @@ def config_from_hf(config) -> ModelConfig:
     if arch not in SUPPORTED_ARCHITECTURES:
         raise ValueError(f"architecture {arch!r} is not supported; supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
     eos = config.get('eos_token_id')
-    eos = tuple(eos) if isinstance(eos, (list, tuple)) else (() if eos is None else (int(eos),))
+    eos = tuple(eos) if isinstance(eos, (list, tuple)) else (() if eos is None else (eos,))   # checked by ModelConfig: ["2"] is refused
     shape = shape_from_hf_config({**config, 'model_type': 'qwen2' if arch == 'Qwen2ForCausalLM' else config.get('model_type', 'llama')})
     return ModelConfig(shape=shape, rope_theta=_rope_theta(config), rms_norm_eps=float(config.get('rms_norm_eps', 1e-6)),
                        architecture=arch, bos_token_id=config.get('bos_token_id'), eos_token_ids=eos)

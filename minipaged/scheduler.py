@@ -14,8 +14,9 @@ from .blocks import BlockManager, NoFreeBlocksError
 
 # %% auto #0
 __all__ = ['SIM_CONFIGS', 'Status', 'FinishReason', 'Request', 'ScheduledBatch', 'Scheduler', 'add_request', 'schedule', 'update',
-           'abort', 'has_unfinished', 'fork', 'CostModel', 'simulate', 'distribution', 'latency_stats', 'poisson_trace',
-           'run_simulation', 'plot_simulated_latency_cdfs', 'check_scheduler', 'describe_step', 'scheduler_timeline']
+           'abort', 'abandon', 'has_unfinished', 'fork', 'CostModel', 'simulate', 'distribution', 'latency_stats',
+           'poisson_trace', 'run_simulation', 'plot_simulated_latency_cdfs', 'check_scheduler', 'describe_step',
+           'scheduler_timeline']
 
 # %% ../nbs/06_scheduler.ipynb #b518bcb3
 class Status(str, Enum):
@@ -45,7 +46,8 @@ class Request:
     output_token_ids: list[int] = field(default_factory=list)
     num_computed_tokens: int = 0
     finish_reason: FinishReason | None = None
-    reject_reason: str | None = None
+    reject_reason: str | None = None       # the admission rule that refused it
+    error: str | None = None               # what went wrong, when it ended `aborted`
     first_scheduled_time: float | None = None
     first_token_time: float | None = None
     token_times: list[float] = field(default_factory=list)
@@ -144,16 +146,24 @@ def _pick_victim(self, step: int, req: Request) -> Request | None:
     if not cands: return None
     return max(cands, key=lambda r: (r.priority, r._seq)) if self.policy == 'priority' else cands[0]
 
-def _preempt(self, req: Request, batch: ScheduledBatch):
+def _requeue(self, req: Request):
+    "Free a running request's blocks and send it back to wait for a recompute of everything it holds"
     self.bm.free(req.request_id)
     del self.running[req.request_id]
     req.status, req.num_computed_tokens, req.num_reserved = Status.WAITING, 0, 0
-    req.num_preemptions += 1; self.counters['preemptions'] += 1
     bisect.insort(self.waiting, req, key=self._queue_key)    # its own place: under fcfs, ahead of everything that arrived later
+
+def _preempt(self, req: Request, batch: ScheduledBatch):
+    self._requeue(req)
+    req.num_preemptions += 1; self.counters['preemptions'] += 1
     batch.preempted.append(req)
 
-def _reserve(self, req: Request, total: int, batch: ScheduledBatch, step: int) -> bool:
-    "Reserve slots for `req`'s unreserved tokens, preempting victims while the pool is short; False if `req` itself stepped back"
+def _fail(self, req: Request, error: Exception, now: float):
+    "An error that belongs to `req` alone (its allocation, its sampling): it ends `aborted`, with the error, and the step goes on"
+    self._finish(req, FinishReason.ABORTED, now, error=f"{type(error).__name__}: {error}")
+
+def _reserve(self, req: Request, total: int, batch: ScheduledBatch, step: int, now: float) -> bool:
+    "Reserve slots for `req`'s unreserved tokens, preempting victims while the pool is short; False if `req` stepped back or failed"
     new = req.output_token_ids[req.num_reserved - total:]
     while True:
         try:
@@ -164,8 +174,10 @@ def _reserve(self, req: Request, total: int, batch: ScheduledBatch, step: int) -
             victim = self._pick_victim(step, req) or req
             self._preempt(victim, batch)
             if victim is req: return False
+        except Exception as e:                                   # not a shortage: this request's own fault
+            self._fail(req, e, now); return False
 
-Scheduler._pick_victim, Scheduler._preempt, Scheduler._reserve = _pick_victim, _preempt, _reserve
+Scheduler._pick_victim, Scheduler._requeue, Scheduler._preempt, Scheduler._fail, Scheduler._reserve = _pick_victim, _requeue, _preempt, _fail, _reserve
 
 # %% ../nbs/06_scheduler.ipynb #f6cb1b72
 def schedule(self, now: float = 0.0) -> ScheduledBatch:
@@ -186,7 +198,8 @@ def schedule(self, now: float = 0.0) -> ScheduledBatch:
                 if cp: copies.extend(cp)
                 req.num_reserved = total
             except NoFreeBlocksError:
-                if not self._reserve(req, total, batch, step): continue
+                if not self._reserve(req, total, batch, step, now): continue
+            except Exception as e: self._fail(req, e, now); continue
         req.scheduled_step = step
         reqs.append(req); budget -= 1
     batch.num_decode_rows = len(reqs)
@@ -195,12 +208,14 @@ def schedule(self, now: float = 0.0) -> ScheduledBatch:
         if budget == 0: break
         if req.status is not RUNNING: continue
         total = len(req.prompt_token_ids) + len(req.output_token_ids)
-        if req.num_reserved < total and not self._reserve(req, total, batch, step): continue
+        if req.num_reserved < total and not self._reserve(req, total, batch, step, now): continue
         n = min(total - req.num_computed_tokens, budget)
         req.scheduled_step = step
         reqs.append(req); ns.append(n); starts.append(req.num_computed_tokens); budget -= n
     if not batch.preempted and not (self.batching == 'static' and self.running):
         self._admit(batch, budget, now, step)                    # 3. admissions
+        if not batch.requests and not self.running and self.waiting:   # idle, yet the head did not fit: it never will
+            self._finish(self.waiting[0], FinishReason.ABORTED, now, error='could not be admitted even into an idle engine')
     return batch
 
 def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> None:
@@ -211,12 +226,15 @@ def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> N
         need = req.num_samples if not req.output_token_ids else 1
         if seats + need > self.max_num_seqs: break
         tokens = req.all_token_ids
-        fits, cached = self.bm.plan_allocation(tokens, req.cache_salt)   # asks; changes nothing
+        try: fits, cached = self.bm.plan_allocation(tokens, req.cache_salt)   # asks; changes nothing
+        except Exception as e: self._fail(req, e, now); continue
         if not fits: break
         if self.bm.num_available_blocks - self.bm.blocks_needed(len(tokens)) < self.watermark_blocks and self.running: break
         n = min(len(tokens) - cached, budget)
-        if not self.chunked and n < len(tokens) - cached: break   # the whole prompt must fit this step: it waits, untouched
-        cached = self.bm.allocate(req.request_id, tokens, req.cache_salt)
+        # without chunked prefill the whole rest must fit this step; a recompute larger than any step is the exception
+        if not self.chunked and n < len(tokens) - cached <= self.max_num_batched_tokens: break
+        try: cached = self.bm.allocate(req.request_id, tokens, req.cache_salt)
+        except Exception as e: self._fail(req, e, now); continue       # it was planned to fit: the fault is this request's
         self.waiting.pop(0)
         req.status, req.num_computed_tokens, req.num_cached_tokens, req.num_reserved = Status.RUNNING, cached, cached, len(tokens)
         req.scheduled_step = step
@@ -227,16 +245,17 @@ def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> N
 Scheduler.schedule, Scheduler._admit = schedule, _admit
 
 # %% ../nbs/06_scheduler.ipynb #ceeb2945
-def _finish(self, req: Request, reason: FinishReason, now: float):
+def _finish(self, req: Request, reason: FinishReason, now: float, error: str | None = None):
     if req.status is Status.RUNNING: self.bm.free(req.request_id); del self.running[req.request_id]
     elif req.status is Status.WAITING: self.waiting.remove(req)
-    req.status, req.finish_reason, req.finished_time = Status.FINISHED, reason, now
+    req.status, req.finish_reason, req.finished_time, req.error = Status.FINISHED, reason, now, error
     del self.requests[req.request_id]
     self.finished.append(req)
     self.counters['finished' if reason in (FinishReason.STOP, FinishReason.LENGTH) else reason.value] += 1
 
 def update(self, batch: ScheduledBatch, sampled: dict, now: float = 0.0) -> None:
-    "Apply a step's results: computed counts, prefix-cache registration, new tokens, stop and length checks"
+    "Apply a step's results: its copies are done, computed counts, prefix-cache registration, new tokens, stop and length checks"
+    self.bm.copies_done()                                      # the step ran: its copy-on-write copies too
     RUNNING, mark_computed, B, STOP, LENGTH = Status.RUNNING, self.bm.mark_computed, self.bm.block_size, FinishReason.STOP, FinishReason.LENGTH
     reqs, d = batch.requests, batch.num_decode_rows
     for req in reqs[:d]:                                       # decodes: one token each, and it completes the request's KV
@@ -260,29 +279,40 @@ def update(self, batch: ScheduledBatch, sampled: dict, now: float = 0.0) -> None
         if tok in req.stop_token_ids: self._finish(req, STOP, now)
         elif len(out) >= req.max_tokens: self._finish(req, LENGTH, now)
 
-def abort(self, request_id, now: float = 0.0, reason: FinishReason = FinishReason.CANCELLED) -> Request:
-    "Cancel (or abort) a request in any state: waiting, mid-prefill, decoding or preempted; its blocks are released"
+def abort(self, request_id, now: float = 0.0, reason: FinishReason = FinishReason.CANCELLED, error: str | None = None) -> Request:
+    "Cancel (or abort, with the `error`) a request in any state: waiting, mid-prefill, decoding or preempted; its blocks are released"
     if request_id not in self.requests: raise ValueError(f"request_id {request_id!r} is not an unfinished request")
     req = self.requests[request_id]
-    self._finish(req, reason, now)
+    self._finish(req, reason, now, error)
     return req
+
+def abandon(self, batch: ScheduledBatch) -> None:
+    "The step that ran `batch` failed part-way: every request of it still running recomputes from scratch, and its copies' windows close"
+    for req in batch.requests:
+        if req.status is Status.RUNNING: self._requeue(req)
+    self.bm.copies_done()
 
 @property
 def has_unfinished(self) -> bool: return bool(self.requests)
 
-Scheduler._finish, Scheduler.update, Scheduler.abort, Scheduler.has_unfinished = _finish, update, abort, has_unfinished
+Scheduler._finish, Scheduler.update, Scheduler.abort, Scheduler.abandon, Scheduler.has_unfinished = _finish, update, abort, abandon, has_unfinished
 
 # %% ../nbs/06_scheduler.ipynb #5e419051
 def fork(self, parent: Request, child: Request, num_new_tokens: int = 0) -> Request:
-    "Add `child` as a running copy of the running `parent`, sharing its blocks; call after the step that computed `num_new_tokens` of the parent ran, before `update`"
+    "Add `child` as a copy of the running `parent` sharing its blocks (or, if the pool cannot hold the fork now, waiting to compute its prompt itself); call after the step that computed `num_new_tokens` of the parent ran, before `update`"
     if parent.status is not Status.RUNNING: raise ValueError(f"parent {parent.request_id!r} is not running")
     if child.request_id in self.requests: raise ValueError(f"request_id {child.request_id!r} is already in the scheduler")
     self.bm.mark_computed(parent.request_id, parent.num_computed_tokens + num_new_tokens)   # only computed KV is ever shared
-    self.bm.fork(parent.request_id, child.request_id)
-    child.output_token_ids, child.num_computed_tokens = list(parent.output_token_ids), parent.num_computed_tokens
-    child.status, child._seq, child.arrival_time = Status.RUNNING, next(self._seq), parent.arrival_time
-    child.first_scheduled_time, child.num_cached_tokens, child.num_reserved = parent.first_scheduled_time, parent.num_cached_tokens, parent.num_reserved
-    self.requests[child.request_id] = child; self.running[child.request_id] = child
+    child._seq, child.arrival_time, child.first_scheduled_time = next(self._seq), parent.arrival_time, parent.first_scheduled_time
+    child.output_token_ids = list(parent.output_token_ids)
+    self.requests[child.request_id] = child
+    try: self.bm.fork(parent.request_id, child.request_id)
+    except NoFreeBlocksError:                      # the reservation baseline needs a region per fork: the child waits for one
+        bisect.insort(self.waiting, child, key=self._queue_key)
+        return child
+    child.status, child.num_computed_tokens = Status.RUNNING, parent.num_computed_tokens
+    child.num_cached_tokens, child.num_reserved = parent.num_cached_tokens, parent.num_reserved
+    self.running[child.request_id] = child
     return child
 
 Scheduler.fork = fork

@@ -3,8 +3,10 @@
 A `RuleBasedStateMachine` drives allocate (with prefix hits), append, compute, fork, free (finish or cancel)
 and bad calls against a model of the expected state: each live sequence's token ids and salt, and a
 simulated KV cache, a dict slot -> (salt, token id) written by "the engine" at the slots the manager
-returns, with every copy-on-write copy applied before the write, and every block the manager reports
-fresh (`pop_fresh_blocks`) zeroed before that, as the engine does. After every step: `check()`, and the
+returns, with every block the manager reports fresh (`pop_fresh_blocks`) zeroed as it is handed out, and the
+copy-on-write copies run late, as the engine runs them: they wait (`pending`) while other operations go on -- frees,
+allocations, appends: the scheduler's planning of a step -- and run, followed by `copies_done()`, before the next
+write or when a rule says so. Reads see a pending copy's target through its source, as they will once it runs. After every step: `check()`, and the
 isolation property -- every computed position of every live sequence reads back its own (salt, token)
 from its slot -- which fails if a write ever lands in a block another sequence reads, if a prefix hit
 hands out wrong or uncomputed KV (or KV zeroed as fresh), if a stale key survives a block's reuse, or if
@@ -29,7 +31,7 @@ class BlockMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.bm = self.make()
-        self.kv, self.tokens, self.salt, self.awaiting = {}, {}, {}, set()
+        self.kv, self.tokens, self.salt, self.awaiting, self.pending = {}, {}, {}, set(), []
         self.next_id, self.gone, self.recent = 0, [], []
         self.B = self.bm.block_size
         self.deferred = isinstance(self.bm, ReservationManager)   # its fork copies arrive with the child's first append
@@ -38,15 +40,30 @@ class BlockMachine(RuleBasedStateMachine):
     def snapshot(self):
         bm = self.bm
         seqs = {s: (bm.block_table(s), bm.num_tokens(s), bm.num_computed(s)) for s in self.tokens}
-        return (bm.metrics(), seqs, bm.num_free_blocks, bm.num_available_blocks, getattr(bm, '_state', lambda: None)(), list(bm._fresh))
+        return (bm.metrics(), seqs, bm.num_free_blocks, bm.num_available_blocks, getattr(bm, '_state', lambda: None)(), list(bm._fresh),
+                list(bm._in_flight))
 
     def zero_fresh(self):
         "The engine zeroes the blocks handed out without cached content, before any copy or write"
         for b in self.bm.pop_fresh_blocks():
             for o in range(self.B): self.kv.pop(b * self.B + o, None)
 
+    def run_copies(self):
+        "The engine runs the step's copies (after zeroing fresh blocks), then tells the manager"
+        for src, dst in self.pending:
+            for o in range(self.B): self.kv[dst * self.B + o] = self.kv.get(src * self.B + o)
+        self.pending = []
+        self.bm.copies_done()
+
+    def read(self, slot):
+        "What a slot will hold once the pending copies have run"
+        for src, dst in reversed(self.pending):
+            if slot // self.B == dst: slot = src * self.B + slot % self.B
+        return self.kv.get(slot)
+
     def write(self, sid, start, end):
         "The engine computes positions [start, end) of `sid`: K/V lands in their slots, then mark_computed"
+        self.run_copies()
         tables = {o: set(self.bm.block_table(o)) for o in self.tokens}
         for p, slot in zip(range(start, end), self.bm.slots(sid, start, end)):
             block = slot // self.B
@@ -108,11 +125,15 @@ class BlockMachine(RuleBasedStateMachine):
         assert can, 'can_append said no, append succeeded'
         self.zero_fresh()
         if copies: event('copy-on-write')
-        for src, dst in copies:                                        # the engine copies before it writes
-            for o in range(self.B): self.kv[dst * self.B + o] = self.kv.get(src * self.B + o)
+        self.pending += copies                                         # run later, before the next write
         self.awaiting.discard(sid)
         self.tokens[sid] = self.tokens[sid] + list(new)
         if compute: self.write(sid, self.bm.num_computed(sid), len(self.tokens[sid]))
+
+    @rule()
+    def engine_step(self):
+        "The planned step runs: its copies first"
+        self.run_copies()
 
     @rule(data=st.data())
     def fork(self, data):
@@ -175,7 +196,7 @@ class BlockMachine(RuleBasedStateMachine):
             tables[sid] = set(self.bm.block_table(sid))
             if sid in self.awaiting: continue
             n = self.bm.num_computed(sid)
-            got = [self.kv.get(s) for s in self.bm.slots(sid, 0, n)]
+            got = [self.read(s) for s in self.bm.slots(sid, 0, n)]
             assert got == [(self.salt[sid], t) for t in toks[:n]], f'seq {sid} reads {got}, wrote {toks[:n]}'
         for a in tables:                                               # different salts never share a block
             for b in tables:
@@ -188,7 +209,7 @@ class BlockMachine(RuleBasedStateMachine):
         if self.deferred: return
         for sid in self.tokens:
             table, n = self.bm.block_table(sid), self.bm.num_computed(sid)
-            stale = [q for q in range(n, len(table) * self.B) if self.kv.get(table[q // self.B] * self.B + q % self.B) is not None]
+            stale = [q for q in range(n, len(table) * self.B) if self.read(table[q // self.B] * self.B + q % self.B) is not None]
             assert not stale, f'seq {sid}: positions {stale} past its {n} computed tokens hold stale KV'
 
 
