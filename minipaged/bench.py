@@ -92,9 +92,9 @@ def arrival_times(n: int, arrival: str = 'poisson', rate: float = 1.0, burstines
     check_positive('n', n)
     if arrival not in ARRIVALS: raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {arrival!r}")
     if arrival == 'all_at_once': return [0.0] * n
-    if not rate > 0: raise ValueError(f"rate must be > 0 requests per second, got {rate}")
+    if not (rate > 0 and math.isfinite(rate)): raise ValueError(f"rate must be > 0 requests per second and finite, got {rate}")
     shape = 1.0 if arrival == 'poisson' else burstiness
-    if not shape > 0: raise ValueError(f"burstiness must be > 0, got {burstiness}")
+    if not (shape > 0 and math.isfinite(shape)): raise ValueError(f"burstiness must be > 0 and finite, got {burstiness}")
     gaps = (rng or np.random.default_rng()).gamma(shape, 1.0 / (rate * shape), size=n - 1)
     return [0.0] + np.cumsum(gaps).tolist()
 
@@ -119,11 +119,14 @@ class Workload:
     def __post_init__(self):
         check_positive('num_requests', self.num_requests)
         if self.arrival not in ARRIVALS: raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
-        if self.arrival != 'all_at_once' and not self.rate > 0: raise ValueError(f"rate must be > 0 requests per second, got {self.rate}")
-        if not self.burstiness > 0: raise ValueError(f"burstiness must be > 0, got {self.burstiness}")
+        if self.arrival != 'all_at_once' and not (self.rate > 0 and math.isfinite(self.rate)):
+            raise ValueError(f"rate must be > 0 requests per second and finite, got {self.rate}")
+        if not (self.burstiness > 0 and math.isfinite(self.burstiness)): raise ValueError(f"burstiness must be > 0 and finite, got {self.burstiness}")
         for k in ('prompt_len', 'output_len'):
             v = getattr(self, k)
-            if isinstance(v, dict): object.__setattr__(self, k, LengthDist(**v))     # from JSON
+            if isinstance(v, dict):                                                  # from JSON
+                try: object.__setattr__(self, k, LengthDist(**v))
+                except ValueError as e: raise ValueError(f"{k}: {e}") from None
             elif not isinstance(v, LengthDist): raise ValueError(f"{k} must be a LengthDist, got {v!r}")
         for k in ('shared_prefix_frac', 'cancel_frac'):
             if not 0 <= getattr(self, k) <= 1: raise ValueError(f"{k} must be in [0, 1], got {getattr(self, k)}")
@@ -131,23 +134,48 @@ class Workload:
         if self.shared_prefix_frac > 0 and self.shared_prefix_len == 0: raise ValueError("shared_prefix_len must be > 0 when shared_prefix_frac > 0")
         if not self.cancel_after >= 0: raise ValueError(f"cancel_after must be >= 0 seconds, got {self.cancel_after}")
         if not self.temperature >= 0: raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0: raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
 
 # %% ../nbs/09_serving_benchmark.ipynb #94acb827
 def workload_to_json(w: Workload) -> str:
     "The workload as JSON (every field, the length distributions included)"
     return json.dumps(asdict(w), indent=2)
 
+_WORKLOAD_JSON = dict(num_requests=int, arrival=str, rate=float, burstiness=float, prompt_len=dict, output_len=dict, shared_prefix_frac=float,
+                      shared_prefix_len=int, stop_token_id=(int, None), cancel_frac=float, cancel_after=float, temperature=float, seed=int)
+_LENGTH_JSON = dict(kind=str, value=int, low=int, high=int, median=float, sigma=float, values=list)
+_JSON_KINDS = {int: 'an integer', float: 'a finite number', str: 'a string', dict: 'an object', list: 'a list of integers', (int, None): 'an integer or null'}
+
+def _json_fits(v, kind) -> bool:
+    if kind == (int, None): return v is None or _json_fits(v, int)
+    if isinstance(v, bool): return False
+    if kind is float: return isinstance(v, (int, float)) and math.isfinite(v)
+    if kind is list: return isinstance(v, list) and all(_json_fits(x, int) for x in v)
+    return isinstance(v, kind)
+
+def _check_json(d, schema: dict, where: str) -> None:
+    "A ValueError naming `where` and the field, unless `d` is an object of `schema`'s fields ({name: kind}) with values of their kinds"
+    if not isinstance(d, dict): raise ValueError(f"{where} must be a JSON object of fields, got {json.dumps(d)[:40]}")
+    unknown = set(d) - set(schema)
+    if unknown: raise ValueError(f"{where}: unknown fields {', '.join(sorted(unknown))}")
+    for k, v in d.items():
+        if not _json_fits(v, schema[k]): raise ValueError(f"{where}: {k} must be {_JSON_KINDS[schema[k]]}, got {json.dumps(v)[:40]}")
+
 def workload_from_json(text_or_path) -> Workload:
-    "A `Workload` from JSON text or a path to a JSON file; unknown fields are an error"
+    "A `Workload` from JSON text or a path to a JSON file; a bad field, value or file is a `ValueError` that names it"
     text = str(text_or_path)
     if not text.lstrip().startswith('{'):
         try: text = Path(text).read_text()
-        except (FileNotFoundError, OSError): raise ValueError(f"workload: no such file {text_or_path}") from None
+        except FileNotFoundError: raise ValueError(f"workload: no such file {text_or_path}") from None
+        except UnicodeDecodeError: raise ValueError(f"workload: {text_or_path} is not a text file") from None
+        except OSError as e: raise ValueError(f"workload: cannot read {text_or_path} ({e.strerror})") from None
     try: d = json.loads(text)
     except json.JSONDecodeError as e: raise ValueError(f"workload: not valid JSON ({e})") from None
-    unknown = set(d) - {f.name for f in fields(Workload)}
-    if unknown: raise ValueError(f"workload: unknown fields {', '.join(sorted(unknown))}")
-    return Workload(**d)
+    _check_json(d, _WORKLOAD_JSON, 'workload')
+    for k in ('prompt_len', 'output_len'):
+        if k in d: _check_json(d[k], _LENGTH_JSON, f'workload: {k}')
+    try: return Workload(**d)
+    except ValueError as e: raise ValueError(f"workload: {e}") from None
 
 # %% ../nbs/09_serving_benchmark.ipynb #a7ffc1e1
 @dataclass
@@ -462,7 +490,8 @@ def plot_latency_cdfs(runs: dict):
             rows += [dict(run=name, metric=metric, quantile=q / 100, ms=float(np.percentile(xs, q))) for q in range(0, 101, 5)]
     for ax, title in zip(axes, ('time to first token', 'time per output token', 'inter-token latency', 'end-to-end latency')):
         ax.set(xscale='log', xlabel='ms', title=title); ax.grid(alpha=.3); _plain_log_ticks(ax.xaxis)
-    axes[0].set_ylabel('fraction'); axes[0].legend(fontsize=8)
+    axes[0].set_ylabel('fraction')
+    if axes[0].lines: axes[0].legend(fontsize=8)
     fig.tight_layout()
     return fig, rows
 
@@ -509,13 +538,14 @@ def high_water_rows(run: Run) -> list[dict]:
     per, pool = cfg['kv_bytes_per_token'], cfg['num_blocks'] * cfg['block_size']
     terms = [('useful KV', 'useful'), ('wasted (page tails / reservation)', 'wasted'), ('cached, unreferenced', 'cached'), ('free', 'free'),
              ('stranded', 'stranded'), ('saved by prefix sharing', 'saved_prefix'), ('saved by fork / copy-on-write', 'saved_fork')]
-    rows = [dict(term=t, slots=hw[k], bytes=hw[k] * per, share_of_pool=hw[k] / pool) for t, k in terms]
-    return rows + [dict(term='block tables (int32 entries)', slots=0, bytes=hw['table_bytes'], share_of_pool=0.0)]
+    rows = [dict(term=t, slots=hw.get(k, 0), bytes=hw.get(k, 0) * per, share_of_pool=hw.get(k, 0) / pool) for t, k in terms]   # 0: no step ran
+    return rows + [dict(term='block tables (int32 entries)', slots=0, bytes=hw.get('table_bytes', 0), share_of_pool=0.0)]
 
 # %% ../nbs/09_serving_benchmark.ipynb #98cb0802
 def chapter01_agreement(run: Run) -> list[dict]:
-    "Measured high-water allocation, waste and block-table bytes beside chapter 01's `compare_allocation` for the same lengths"
+    "Measured high-water allocation, waste and block-table bytes beside chapter 01's `compare_allocation` for the same lengths ([] if none were held)"
     hw, cfg = run.high_water, run.config
+    if not hw.get('lengths'): return []
     B, paged = cfg['block_size'], cfg['allocator'] == 'paged'
     reserve = -(-cfg['max_model_len'] // B) * B
     ref = compare_allocation(hw['lengths'], [B] if paged else [], reserve=None if paged else reserve)[0]
@@ -735,7 +765,9 @@ def _bench_options(a) -> tuple[Workload, SLO, dict]:
             raise ValueError(f"--{opt.replace('_', '-')} must be a positive integer, got {v!r}")
     for opt in ('rate', 'burstiness', 'slo_ttft_ms', 'slo_tpot_ms'):
         v = get(opt)
-        if v is not None and not v > 0: raise ValueError(f"--{opt.replace('_', '-')} must be > 0, got {v!r}")
+        if v is not None and not (v > 0 and math.isfinite(v)): raise ValueError(f"--{opt.replace('_', '-')} must be > 0 and finite, got {v!r}")
+    if (get('seed') or 0) < 0: raise ValueError(f"--seed must be a non-negative integer, got {get('seed')}")
+    if (get('threads') or 0) > (os.cpu_count() or 1): raise ValueError(f"--threads must be at most {os.cpu_count()}, this machine's CPUs, got {get('threads')}")
     for opt, allowed in (('arrival', ARRIVALS), ('allocator', ('paged', 'reserved')), ('batching', ('continuous', 'static')), ('device', ('cpu', 'cuda'))):
         v = get(opt)
         if v is not None and v not in allowed: raise ValueError(f"--{opt} must be one of {', '.join(allowed)}, got {v!r}")
@@ -749,6 +781,49 @@ def _bench_options(a) -> tuple[Workload, SLO, dict]:
                   enable_prefix_caching=not get('no_prefix_caching', False), enable_chunked_prefill=not get('no_chunked_prefill', False),
                   allocator=get('allocator', 'paged'), batching=get('batching', 'continuous'), device=get('device', 'cpu'))
     return w, SLO(get('slo_ttft_ms', DEFAULT_SLO.ttft_ms), get('slo_tpot_ms', DEFAULT_SLO.tpot_ms)), engine
+
+# %% ../nbs/09_serving_benchmark.ipynb #6e2a9d4f
+def _available_memory(device) -> int | None:
+    "Bytes free on `device`: the free GPU memory, or `MemAvailable` on Linux; None where unknown"
+    if torch.device(device).type == 'cuda': return torch.cuda.mem_get_info(torch.device(device))[0]
+    try:
+        with open('/proc/meminfo') as f: return next(int(l.split()[1]) * 1024 for l in f if l.startswith('MemAvailable:'))
+    except (OSError, StopIteration): return None
+
+def _check_pool_fits(num_blocks: int, block_size: int, kv_bytes_per_token: int, device) -> None:
+    "A ValueError naming `--num-blocks` if its KV pool is larger than the memory free on `device`"
+    pool, free = num_blocks * block_size * kv_bytes_per_token, _available_memory(device)
+    if free is not None and pool > free:
+        raise ValueError(f"--num-blocks {num_blocks}: a KV pool of {fmt_bytes(pool)} does not fit in the {fmt_bytes(free)} free on {device}")
+
+# %% ../nbs/09_serving_benchmark.ipynb #b2d7e416
+_ENGINE_KNOBS = ('max_num_batched_tokens', 'max_num_seqs', 'max_model_len', 'num_blocks', 'block_size')
+
+def _engine_error(e: ValueError, engine: dict, where: str = '') -> ValueError:
+    "The engine's refusal of its settings as a ValueError naming the option its message starts with, or chapter 00's budget"
+    msg = str(e); knob = next((k for k in _ENGINE_KNOBS if msg.startswith(k)), None)
+    if knob: return ValueError(f"{where}--{knob.replace('_', '-')}: {msg}")
+    if engine['num_blocks'] is None: return ValueError(f"{where}no --num-blocks given, and chapter 00's budget fails for these settings: {msg}")
+    return ValueError(f"{where}the engine refuses these settings: {msg}")
+
+def _bench_engines(args, engine: dict):
+    "The model, loaded once; a maker of engines sharing it; the first engine; the ablations' (pool, maker) or None: all built before anything runs"
+    try: model = LLM(getattr(args, 'model', None), block_size=engine['block_size'], num_blocks=1, device=engine['device']).model
+    except ValueError as e:
+        if not getattr(args, 'model', None): raise
+        raise ValueError(f"--model: {e}") from None
+    if engine['num_blocks']: _check_pool_fits(engine['num_blocks'], engine['block_size'], model.config.shape.kv_bytes_per_token, engine['device'])
+    make = lambda **knobs: LLM(model, **(engine | knobs))
+    try: llm = make()
+    except ValueError as e: raise _engine_error(e, engine) from None
+    if not getattr(args, 'ablations', False): return model, make, llm, None
+    max_len = engine['max_model_len'] or model.config.max_position_embeddings
+    pool = engine['num_blocks'] * engine['block_size'] if engine['num_blocks'] else 4 * -(-max_len // 64) * 64
+    abl = lambda block_size=16, **knobs: LLM(model, **(engine | dict(block_size=block_size, num_blocks=pool // block_size) | knobs))
+    for name, knobs in ablation_configs().items():
+        try: abl(**knobs)
+        except ValueError as e: raise _engine_error(e, engine, f"--ablations, row {name!r}: ") from None
+    return model, make, llm, (pool, abl)
 
 # %% ../nbs/09_serving_benchmark.ipynb #0a549006
 def _write_csv(path: Path, rows: list[dict]) -> str:
@@ -777,38 +852,39 @@ def run_bench_cli(args) -> dict:
     threads = getattr(args, 'threads', None) or (None if getattr(args, 'model', None) else 1)
     if threads: torch.set_num_threads(threads)
     follow_live_memory()
-    out = Path(getattr(args, 'out', 'bench_results')); out.mkdir(parents=True, exist_ok=True)
-    model = LLM(getattr(args, 'model', None), block_size=engine['block_size'], num_blocks=1, device=engine['device']).model
-    make = lambda **knobs: LLM(model, **(engine | knobs))
+    out = Path(getattr(args, 'out', 'bench_results'))
+    _, make, llm, ablation = _bench_engines(args, engine)
     reps = getattr(args, 'repetitions', 1)
     from tqdm.auto import tqdm
     bar = tqdm(total=workload.num_requests * reps, desc='bench', unit='req', disable=getattr(args, 'no_progress', False) or quiet)
     memory = ProcessMemory(engine['device'])
-    llm = make()
     runs = [serve(llm, workload, memory, bar)]
     if reps > 1: runs += repeat(make, workload, reps - 1, memory=memory, progress=bar)
     bar.close()
     summaries = [run_summary(r, slo) for r in runs]
     run = runs[0]
-    files = dict(workload=str(out / 'workload.json'))
+    out.mkdir(parents=True, exist_ok=True)
+    files, skipped = dict(workload=str(out / 'workload.json')), {}
     (out / 'workload.json').write_text(workload_to_json(workload) + '\n')
     files['metrics_csv'] = _write_csv(out / 'metrics.csv', [dict(repetition=i, **s) for i, s in enumerate(summaries)])
     files['requests_csv'] = _write_csv(out / 'requests.csv', _request_rows(runs))
     files['steps_csv'] = _write_csv(out / 'steps.csv', run.steps)
     for stem, (fig, rows) in (('latency_cdf', plot_latency_cdfs({f'repetition {i}': r for i, r in enumerate(runs)})),
                               ('kv_memory', plot_kv_memory(run)), ('throughput', plot_throughput(run))):
-        files[stem] = write_figure(fig, rows, out, stem); plt.close(fig)
+        if rows: files[stem] = write_figure(fig, rows, out, stem)
+        else: skipped[stem] = 'no request completed' if stem == 'latency_cdf' else 'no engine step ran'
+        plt.close(fig)
     result = dict(model=getattr(args, 'model', None) or 'tiny random Llama (minipaged.model.tiny_config(), seed 0)', workload=asdict(workload),
                   slo=asdict(slo), config=run.config, summaries=summaries, spread=spread(summaries) if reps > 1 else [],
                   kv_high_water=high_water_rows(run), chapter01_agreement=chapter01_agreement(run),
                   process_memory=process_memory_rows(run, llm), memory_measured_with=memory.kind,
-                  by_prompt_len=by_length(run.records, 'prompt_len'), by_output_len=by_length(run.records, 'output_len', edges=(32, 64)))
-    if getattr(args, 'ablations', False):
-        n = min(getattr(args, 'ablation_requests', 48), workload.num_requests)
+                  by_prompt_len=by_length(run.records, 'prompt_len'), by_output_len=by_length(run.records, 'output_len', edges=(32, 64)), skipped=skipped)
+    if not any(r.status in ('completed', 'cancelled') for x in runs for r in x.records):
+        why = next((r.reason for r in run.records if r.reason), run.records[0].status)
+        result['error'] = f"every request was rejected ({why}); results written to {out}"
+    if ablation:
+        (pool, abl), n = ablation, min(getattr(args, 'ablation_requests', 48), workload.num_requests)
         burst = replace(workload, num_requests=n, arrival='all_at_once', cancel_frac=0.0)
-        max_len = engine['max_model_len'] or model.config.max_position_embeddings
-        pool = engine['num_blocks'] * engine['block_size'] if engine['num_blocks'] else 4 * -(-max_len // 64) * 64
-        abl = lambda block_size=16, **knobs: LLM(model, **(engine | dict(block_size=block_size, num_blocks=pool // block_size) | knobs))
         bar = tqdm(total=n * len(ablation_configs()), desc='ablations', unit='req', disable=getattr(args, 'no_progress', False) or quiet)
         table, _ = run_ablations(abl, burst, slo=slo, progress=bar); bar.close()
         files['ablations_csv'] = _write_csv(out / 'ablations.csv', table)
@@ -828,7 +904,7 @@ def _cells(d: dict, keys) -> dict:
     return {k: (round(d[k], 2) if isinstance(d[k], float) and d[k] > 1 else d[k]) for k in keys if k in d}
 
 def print_bench(result: dict) -> None:
-    "The metrics table of a `run_bench_cli` result, then the KV high-water breakdown, and where the files are"
+    "The metrics table of a `run_bench_cli` result, then the KV high-water breakdown, and where the files are (and which figures were skipped)"
     c = result['config']
     print(f"{result['model']} on {c['device']}: {c['allocator']} B={c['block_size']}, {c['num_blocks']} blocks, max_num_seqs {c['max_num_seqs']}, "
           f"{c['max_num_batched_tokens']} tokens/step; {result['workload']['num_requests']} requests, {result['workload']['arrival']} at "
@@ -843,3 +919,4 @@ def print_bench(result: dict) -> None:
                                       'ttft_median_ms', 'itl_p99_ms', 'output_throughput', 'largest_effect')) for r in result['ablations']['table']]))
     print(f"\nwrote {Path(result['files']['summary']).parent}/: " + ', '.join(sorted({Path(p).name for f in result['files'].values()
                                                                                       for p in (f.values() if isinstance(f, dict) else [f])})))
+    if result.get('skipped'): print('skipped ' + ', '.join(f"{k}.png ({why})" for k, why in result['skipped'].items()))

@@ -6,7 +6,7 @@ Docs: https://minipaged.github.io/minipaged/cli.html.md"""
 
 # %% ../nbs/90_cli.ipynb #9cb7e2cb
 from __future__ import annotations
-import argparse, json, sys
+import argparse, json, os, sys, tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 from .budget import (GiB, ModelShape, PRESET_CONFIGS, canonical_dtype, kv_bytes, kv_bytes_per_token, param_count,
@@ -86,6 +86,22 @@ def _print_report(s):
           + f"; fixed 512-slot reservation: {s['paging']['mean_reservation_waste_uniform_1_512']}")
     print('\nwrote ' + ', '.join(p for f in s['files'].values() for p in (f.values() if isinstance(f, dict) else [f])))
 
+# %% ../nbs/90_cli.ipynb #d52e8fa6
+def _check_out(path) -> None:
+    "A ValueError naming `--out` unless `path` is, or can be made, a folder this process can write a file in; leaves nothing behind"
+    missing, top = [], Path(path)
+    while not os.path.lexists(top) and top != top.parent: missing.append(top); top = top.parent
+    if not top.is_dir(): raise ValueError(f"--out {path}: {top} is not a folder" if missing else f"--out {path} exists and is not a folder")
+    made = []
+    try:
+        for d in reversed(missing):
+            try: d.mkdir(); made.append(d)
+            except OSError as e: raise ValueError(f"--out {path}: cannot create {d} ({e.strerror})") from None
+        try: tempfile.TemporaryFile(dir=path).close()
+        except OSError as e: raise ValueError(f"--out {path}: cannot write a file there ({e.strerror})") from None
+    finally:
+        for d in reversed(made): d.rmdir()
+
 # %% ../nbs/90_cli.ipynb #b7ec4e8d
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     "The `minipaged` parser: one subcommand per headline computation (`argv` decides whether `bench`'s options are loaded)"
@@ -124,9 +140,14 @@ def main(argv=None) -> int:
     try:
         for k in ('context', 'batch'):
             if getattr(a, k, 1) < 1: raise ValueError(f"--{k} must be a positive integer, got {getattr(a, k)}")
+        if getattr(a, 'out', None) is not None: _check_out(a.out)
         res = a.func(a)
-    except ValueError as e:
-        sys.stderr.write(f"minipaged {a.command}: error: {e}\n"); return 2
+    except ValueError as e: return _fail(a, e)
+    except OSError as e: return _fail(a, f"{e.strerror or e}" + (f": {e.filename}" if e.filename else ''))   # a file that cannot be read
     if a.json: print(json.dumps(res, indent=2))
     else: a.show(res)
+    if res.get('error'): return _fail(a, res['error'])           # results written, but they say the run failed
     return 0
+
+def _fail(a, message) -> int:
+    sys.stderr.write(f"minipaged {a.command}: error: {message}\n"); return 2

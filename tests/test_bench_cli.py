@@ -66,7 +66,57 @@ def test_ablations_table(tmp_path):
     (('--batching', 'dynamic'), '--batching must be one of continuous, static'), (('--block-size', 0), '--block-size must be a positive integer'),
     (('--repetitions', 0), '--repetitions must be a positive integer'), (('--model', '/no/such/dir'), '--model must be a checkpoint directory'),
     (('--workload', '/no/such/workload.json'), '--workload: workload: no such file'), (('--slo-tpot-ms', 0), '--slo-tpot-ms must be > 0'),
-    (('--device', 'tpu'), '--device must be one of cpu, cuda')])
+    (('--device', 'tpu'), '--device must be one of cpu, cuda'), (('--rate', 'nan'), '--rate must be > 0 and finite, got nan'),
+    (('--rate', 'inf'), '--rate must be > 0 and finite, got inf'), (('--arrival', 'gamma', '--burstiness', 'inf'), '--burstiness must be > 0 and finite'),
+    (('--slo-ttft-ms', 'nan'), '--slo-ttft-ms must be > 0 and finite'), (('--seed', -1), '--seed must be a non-negative integer, got -1'),
+    (('--threads', 10**6), '--threads must be at most'), (('--num-blocks', 10**12), '--num-blocks 1000000000000: a KV pool of'),
+    (('--allocator', 'reserved', '--num-blocks', 1), '--num-blocks: num_blocks 1 cannot hold'),
+    (('--num-blocks', 1, '--ablations'), "--ablations, row 'reserved B=16': --num-blocks:")])
 def test_bad_options_raise_a_value_error_naming_the_option(tmp_path, extra, msg):
     with pytest.raises(ValueError, match=msg.replace('(', r'\(').replace('.', r'\.')):
         run_bench_cli(args(*extra, '--out', tmp_path))
+
+def test_bad_options_write_nothing(tmp_path):
+    for extra in (('--rate', 'nan'), ('--num-blocks', 10**12), ('--allocator', 'reserved', '--num-blocks', 1)):
+        with pytest.raises(ValueError): run_bench_cli(args(*extra, '--out', tmp_path / 'o'))
+    assert not (tmp_path / 'o').exists()
+
+@pytest.mark.parametrize('text,msg', [
+    ('null', 'workload must be a JSON object of fields, got null'), ('[1]', 'workload must be a JSON object of fields, got [1]'), ('"w"', 'got "w"'),
+    ('{"rate": "2"}', 'workload: rate must be a finite number, got "2"'), ('{"rate": Infinity}', 'rate must be a finite number, got Infinity'),
+    ('{"num_requests": 2.0}', 'num_requests must be an integer, got 2.0'), ('{"num_requests": true}', 'num_requests must be an integer, got true'),
+    ('{"stop_token_id": [1]}', 'stop_token_id must be an integer or null'), ('{"cancel_after": null}', 'cancel_after must be a finite number, got null'),
+    ('{"output_len": {"kind": "trace", "values": [1, "2"]}}', 'workload: output_len: values must be a list of integers'),
+    ('{"output_len": {"kind": "uniform", "lo": 1}}', 'workload: output_len: unknown fields lo'),
+    ('{"output_len": {"kind": "uniform", "low": 9, "high": 3}}', 'workload: output_len: low must be <= high'),
+    ('{"arrival": "gamma", "burstiness": 0}', 'workload: burstiness must be > 0'), ('{"seed": -2}', 'workload: seed must be a non-negative integer')])
+def test_workload_from_json_names_the_bad_field(tmp_path, text, msg):
+    (tmp_path / 'w.json').write_text(text)
+    with pytest.raises(ValueError, match=msg.replace('[', r'\[').replace('(', r'\(')): workload_from_json(tmp_path / 'w.json')
+
+def test_unreadable_workload_is_a_value_error(tmp_path):
+    (tmp_path / 'bin.json').write_bytes(b'\xff\xfe\x00')
+    with pytest.raises(ValueError, match='is not a text file'): workload_from_json(tmp_path / 'bin.json')
+    with pytest.raises(ValueError, match=r'cannot read .* \(Is a directory\)'): workload_from_json(tmp_path)
+
+def test_every_request_rejected_still_writes_results_and_says_so(tmp_path, capsys):
+    out = tmp_path / 'o'
+    res = run_bench_cli(args('--num-requests', 4, '--num-blocks', 1, '--repetitions', 2, '--out', out))
+    printed = capsys.readouterr()
+    assert res['error'].startswith('every request was rejected (') and res['error'].endswith(f'; results written to {out}')
+    assert 'ttft_median_ms' in printed.out and 'skipped latency_cdf.png (no request completed)' in printed.out and printed.err == ''
+    assert res['skipped'] == {'latency_cdf': 'no request completed'} and res['chapter01_agreement'] == []
+    assert [s['rejected'] for s in res['summaries']] == [4, 4] and len(rows(out / 'requests.csv')) == 8
+    assert all(r['status'] == 'rejected' and r['reason'] for r in rows(out / 'requests.csv'))
+    assert json.loads((out / 'summary.json').read_text())['error'] == res['error']
+    assert {p.name for p in out.iterdir()} >= {'workload.json', 'metrics.csv', 'steps.csv', 'kv_memory.png', 'throughput.png', 'summary.json'}
+
+def test_failed_at_submission_counts_as_rejected_and_no_step_ran(tmp_path):
+    res = run_bench_cli(args('--num-requests', 3, '--max-model-len', 5, '--out', tmp_path, json=True))
+    assert res['error'].startswith('every request was rejected (prompt (') and [s['failed'] for s in res['summaries']] == [3]
+    assert res['skipped'] == {'latency_cdf': 'no request completed', 'kv_memory': 'no engine step ran'}
+    assert all(r['slots'] == 0 for r in res['kv_high_water'])
+
+def test_a_run_that_served_some_has_no_error(tmp_path):
+    res = run_bench_cli(args('--num-requests', 8, '--rate', 20, '--max-model-len', 128, '--num-blocks', 64, '--out', tmp_path, json=True))
+    assert 'error' not in res and res['skipped'] == {} and res['summaries'][0]['completed'] > 0

@@ -1,5 +1,5 @@
 """The `minipaged` console script as a user runs it: a real subprocess, exit codes, one-line errors."""
-import json, subprocess, sys
+import json, os, subprocess, sys
 from pathlib import Path
 import pytest
 
@@ -61,3 +61,104 @@ def test_report_writes_figures_and_data(tmp_path):
     s = json.loads((tmp_path / 'r' / 'summary.json').read_text())
     assert s['paging']['mean_reservation_waste_uniform_1_512'] == 255.5
     assert 'utilization' in out
+
+def one_line_error(code, err, named):
+    assert code == 2, err
+    assert err.count('\n') == 1 and err.endswith('\n') and 'Traceback' not in err, err
+    assert err.startswith('minipaged') and ': error: ' in err and named in err, err
+
+@pytest.mark.parametrize('sub', ['report', 'bench'])
+def test_out_that_cannot_be_a_folder_is_one_line_and_writes_nothing(tmp_path, sub):
+    (tmp_path / 'a_file').write_text('x')
+    for out, msg in ((tmp_path / 'a_file', 'exists and is not a folder'), (tmp_path / 'a_file' / 'sub', f"{tmp_path / 'a_file'} is not a folder"),
+                     (Path('/proc/minipaged-test/x'), 'cannot create /proc/minipaged-test')):
+        code, out_, err = run(sub, '--out', str(out), *(['--num-requests', '4', '--no-progress'] if sub == 'bench' else []))
+        one_line_error(code, err, f'--out {out}'); assert msg in err and out_ == ''
+    assert [p.name for p in tmp_path.iterdir()] == ['a_file'] and (tmp_path / 'a_file').read_text() == 'x'
+
+@pytest.mark.skipif(os.geteuid() == 0, reason='root writes through directory permissions')
+def test_out_in_a_read_only_folder(tmp_path):
+    ro = tmp_path / 'ro'; ro.mkdir(); ro.chmod(0o500)
+    try:
+        code, _, err = run('report', '--out', str(ro / 'r'))
+        one_line_error(code, err, '--out'); assert 'Permission denied' in err and not (ro / 'r').exists()
+    finally: ro.chmod(0o700)
+
+def test_a_good_new_out_is_created(tmp_path):
+    code, _, err = run('report', '--out', str(tmp_path / 'a' / 'b' / 'c'))
+    assert code == 0 and err == '' and (tmp_path / 'a' / 'b' / 'c' / 'summary.json').exists()
+
+@pytest.mark.parametrize('text,msg', [
+    ('null', 'workload must be a JSON object of fields, got null'), ('[1]', 'workload must be a JSON object of fields, got [1]'),
+    ('{"num_requests": "4"}', 'num_requests must be an integer, got "4"'), ('{"rate": null}', 'rate must be a finite number, got null'),
+    ('{"prompt_len": {"kind": "fixed", "value": 2.5}}', 'prompt_len: value must be an integer'), ('{"seed": true}', 'seed must be an integer'),
+    ('{"prompt_len": 7}', 'prompt_len must be an object'), ('{"qps": 2}', 'unknown fields qps'), ('{"num_requests": 4', 'not valid JSON'),
+    (None, 'is not a text file')])
+def test_bad_workload_file(tmp_path, text, msg):
+    f = tmp_path / 'w.json'
+    if text is None: f.write_bytes(b'\xff\xfe\x00\x81')
+    else: f.write_text(text)
+    code, _, err = run('bench', '--workload', str(f), '--no-progress', '--out', str(tmp_path / 'o'))
+    one_line_error(code, err, '--workload'); assert msg in err
+    assert not (tmp_path / 'o').exists()
+
+@pytest.mark.parametrize('where,msg', [('missing.json', 'no such file'), ('.', 'cannot read')])
+def test_unreadable_workload(tmp_path, where, msg):
+    code, _, err = run('bench', '--workload', str(tmp_path / where), '--no-progress', '--out', str(tmp_path / 'o'))
+    one_line_error(code, err, '--workload'); assert msg in err
+
+@pytest.mark.parametrize('args,named', [
+    (('--rate', '0'), '--rate must be > 0'), (('--rate', 'nan'), '--rate must be > 0 and finite, got nan'), (('--rate', 'inf'), '--rate must be > 0 and finite'),
+    (('--arrival', 'gamma', '--burstiness', 'inf'), '--burstiness must be > 0 and finite'), (('--slo-ttft-ms', 'nan'), '--slo-ttft-ms must be > 0'),
+    (('--slo-tpot-ms', '-1'), '--slo-tpot-ms must be > 0'), (('--repetitions', '0'), '--repetitions must be a positive integer'),
+    (('--num-requests', '-3'), '--num-requests must be a positive integer'), (('--max-num-seqs', '0'), '--max-num-seqs must be a positive integer'),
+    (('--max-num-batched-tokens', '0'), '--max-num-batched-tokens must be a positive integer'), (('--num-blocks', '0'), '--num-blocks must be a positive integer'),
+    (('--ablations', '--ablation-requests', '0'), '--ablation-requests must be a positive integer'), (('--seed', '-1'), '--seed must be a non-negative integer'),
+    (('--threads', '0'), '--threads must be a positive integer'), (('--threads', '1000000'), '--threads must be at most'),
+    (('--num-blocks', str(10**12)), '--num-blocks 1000000000000: a KV pool of'), (('--max-model-len', str(10**8)), '--max-model-len'),
+    (('--allocator', 'reserved', '--num-blocks', '1'), '--num-blocks'), (('--num-blocks', '1', '--ablations'), "--ablations, row 'reserved B=16'"),
+    (('--block-size', str(10**5)), 'no --num-blocks given'), (('--model', '/no/such/dir'), '--model'),
+    (('--num-requests', 'four'), "argument --num-requests: invalid int value: 'four'"), (('--rate', 'fast'), "argument --rate: invalid float value"),
+    (('--rate',), 'argument --rate: expected one argument'), (('--frobnicate',), 'unrecognized arguments: --frobnicate')])
+def test_bad_bench_option_is_one_line_before_anything_runs(tmp_path, args, named):
+    code, out, err = run('bench', '--num-requests', '4', '--no-progress', '--out', str(tmp_path / 'o'), *args)
+    one_line_error(code, err, named)
+    assert out == '' and not (tmp_path / 'o').exists()
+
+@pytest.mark.parametrize('args', [('--num-blocks', '1'), ('--max-model-len', '5'), ('--no-chunked-prefill', '--max-num-batched-tokens', '4')])
+def test_every_request_rejected_writes_results_then_exits_2(tmp_path, args):
+    code, out, err = run('bench', '--num-requests', '4', '--no-progress', '--out', str(tmp_path / 'o'), *args)
+    one_line_error(code, err, 'every request was rejected (')
+    assert err.rstrip().endswith(f"); results written to {tmp_path / 'o'}")
+    assert 'ttft_median_ms' in out and 'skipped latency_cdf.png (no request completed)' in out     # the table is still printed
+    files = {p.name for p in (tmp_path / 'o').iterdir()}
+    assert {'summary.json', 'workload.json', 'metrics.csv', 'requests.csv', 'steps.csv', 'throughput.png'} <= files and 'latency_cdf.png' not in files
+    s = json.loads((tmp_path / 'o' / 'summary.json').read_text())
+    assert s['error'] == err.split(': error: ', 1)[1].rstrip() and s['summaries'][0]['completed'] == 0
+
+def test_every_request_rejected_in_json_mode_prints_the_json_then_the_error(tmp_path):
+    code, out, err = run('bench', '--num-requests', '4', '--no-progress', '--json', '--num-blocks', '1', '--out', str(tmp_path / 'o'))
+    one_line_error(code, err, 'every request was rejected')
+    assert json.loads(out)['summaries'][0]['rejected'] == 4
+
+def test_some_rejected_is_still_exit_0(tmp_path):
+    code, out, err = run('bench', '--num-requests', '8', '--rate', '20', '--no-progress', '--max-model-len', '128', '--num-blocks', '64', '--json',
+                         '--out', str(tmp_path / 'o'))
+    assert code == 0 and err == '', err
+    s = json.loads(out)
+    assert 0 < s['summaries'][0]['failed'] + s['summaries'][0]['rejected'] < 8 and 'error' not in s     # 4 of the 8 exceed a 128-token context
+
+def test_a_programming_error_is_still_a_traceback(tmp_path, monkeypatch):
+    "Only input errors become the one line: a bug in a subcommand stays a traceback"
+    from minipaged import cli
+    def boom(a): raise KeyError('a bug')
+    monkeypatch.setattr(cli, 'cmd_paging', boom)
+    with pytest.raises(KeyError): cli.main(['paging', '--lengths', '3'])
+
+def test_an_os_error_is_one_line(monkeypatch, capsys):
+    "An OSError (a file that cannot be read) is input, not a bug: one line, exit 2"
+    from minipaged import cli
+    def unreadable(a): raise PermissionError(13, 'Permission denied', '/some/file')
+    monkeypatch.setattr(cli, 'cmd_paging', unreadable)
+    assert cli.main(['paging', '--lengths', '3']) == 2
+    assert capsys.readouterr().err == 'minipaged paging: error: Permission denied: /some/file\n'
