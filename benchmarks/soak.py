@@ -19,6 +19,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--requests', type=int, default=5000, help='requests to serve (default 5000)')
     ap.add_argument('--checkpoints', type=int, default=10, help='pool and RSS readings along the way (default 10)')
+    ap.add_argument('--arrival-rate', type=float, default=0.25,
+                    help='chance of an arrival per step, repeated (default 0.25: below what the pool serves, so the queue stays bounded)')
+    ap.add_argument('--cancel-rate', type=float, default=0.05, help='chance per step of cancelling a random live request (default 0.05)')
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--block-size', type=int, default=8)
     ap.add_argument('--num-blocks', type=int, default=96, help='a small pool, so that preemption is common (default 96)')
@@ -28,16 +31,19 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     for k in ('requests', 'checkpoints', 'block_size', 'num_blocks', 'max_num_batched_tokens', 'threads'):
         if getattr(a, k) < 1: ap.error(f"--{k.replace('_', '-')} must be a positive integer, got {getattr(a, k)}")
+    for k in ('arrival_rate', 'cancel_rate'):
+        if not 0 <= getattr(a, k) < 1: ap.error(f"--{k.replace('_', '-')} must be in [0, 1), got {getattr(a, k)}")
     torch.set_num_threads(a.threads)
     llm = LLM(block_size=a.block_size, num_blocks=a.num_blocks, max_num_batched_tokens=a.max_num_batched_tokens)
     t0 = time.perf_counter()
-    r = soak(llm, a.requests, seed=a.seed, checkpoints=a.checkpoints)
+    r = soak(llm, a.requests, seed=a.seed, arrival_rate=a.arrival_rate, cancel_rate=a.cancel_rate, checkpoints=a.checkpoints)
     r['seconds'] = time.perf_counter() - t0
     rows = r['checkpoints']
     first, last = rows[0]['rss_mib'], rows[-1]['rss_mib']
     r['rss_growth_first_to_last_checkpoint_mib'] = round(last - first, 1)
     r['engine'] = dict(model='tiny random Llama (minipaged.model.tiny_config(), seed 0)', block_size=a.block_size, num_blocks=a.num_blocks,
-                       max_num_batched_tokens=a.max_num_batched_tokens, threads=a.threads)
+                       max_num_batched_tokens=a.max_num_batched_tokens, threads=a.threads,
+                       arrival_rate=a.arrival_rate, cancel_rate=a.cancel_rate)
     r['machine'] = dict(python=platform.python_version(), torch=torch.__version__, platform=platform.platform())
     r['command'] = 'python benchmarks/soak.py ' + ' '.join(sys.argv[1:] if argv is None else argv)
     print(format_rows(rows))

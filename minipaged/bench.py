@@ -782,20 +782,6 @@ def _bench_options(a) -> tuple[Workload, SLO, dict]:
                   allocator=get('allocator', 'paged'), batching=get('batching', 'continuous'), device=get('device', 'cpu'))
     return w, SLO(get('slo_ttft_ms', DEFAULT_SLO.ttft_ms), get('slo_tpot_ms', DEFAULT_SLO.tpot_ms)), engine
 
-# %% ../nbs/09_serving_benchmark.ipynb #6e2a9d4f
-def _available_memory(device) -> int | None:
-    "Bytes free on `device`: the free GPU memory, or `MemAvailable` on Linux; None where unknown"
-    if torch.device(device).type == 'cuda': return torch.cuda.mem_get_info(torch.device(device))[0]
-    try:
-        with open('/proc/meminfo') as f: return next(int(l.split()[1]) * 1024 for l in f if l.startswith('MemAvailable:'))
-    except (OSError, StopIteration): return None
-
-def _check_pool_fits(num_blocks: int, block_size: int, kv_bytes_per_token: int, device) -> None:
-    "A ValueError naming `--num-blocks` if its KV pool is larger than the memory free on `device`"
-    pool, free = num_blocks * block_size * kv_bytes_per_token, _available_memory(device)
-    if free is not None and pool > free:
-        raise ValueError(f"--num-blocks {num_blocks}: a KV pool of {fmt_bytes(pool)} does not fit in the {fmt_bytes(free)} free on {device}")
-
 # %% ../nbs/09_serving_benchmark.ipynb #b2d7e416
 _ENGINE_KNOBS = ('max_num_batched_tokens', 'max_num_seqs', 'max_model_len', 'num_blocks', 'block_size')
 
@@ -812,7 +798,6 @@ def _bench_engines(args, engine: dict):
     except ValueError as e:
         if not getattr(args, 'model', None): raise
         raise ValueError(f"--model: {e}") from None
-    if engine['num_blocks']: _check_pool_fits(engine['num_blocks'], engine['block_size'], model.config.shape.kv_bytes_per_token, engine['device'])
     make = lambda **knobs: LLM(model, **(engine | knobs))
     try: llm = make()
     except ValueError as e: raise _engine_error(e, engine) from None

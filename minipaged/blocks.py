@@ -96,6 +96,8 @@ class BlockManager:
     def num_available_blocks(self) -> int: return len(self._free) + len(self._evictable)
     @property
     def num_copies_in_flight(self) -> int: return len(self._in_flight)
+    @property
+    def copies_in_flight(self) -> list[tuple[int, int]]: return [(src, dst) for src, dst, _, _ in self._in_flight]
 
     def has_seq(self, seq_id) -> bool: return seq_id in self._seqs
     def __repr__(self):
@@ -310,18 +312,19 @@ def _reclaim(self, b: int) -> None:
     self._used -= 1
 
 @patch_to(BlockManager)
-def _unref(self, b: int) -> None:
-    "Drop one table's reference to `b`; reclaim it if it was the last and no copy in flight holds it"
-    r = self._ref[b] = self._ref[b] - 1
-    if r == 0 and not self._pins[b]: self._reclaim(b)
+def _last_reference_gone(self, b: int) -> None:
+    "No table holds `b` any more: reclaim it now, unless a copy in flight still holds it (then `copies_done` will)"
+    if not self._pins[b]: self._reclaim(b)
 
 @patch_to(BlockManager)
 def free(self, seq_id) -> None:
     "End sequence `seq_id` (finished or cancelled): release each of its block references exactly once"
     seq = self._seqs.pop(seq_id, None)
     if seq is None: self._get(seq_id)
-    for b in reversed(seq.blocks): self._unref(b)
-
+    ref = self._ref
+    for b in reversed(seq.blocks):
+        ref[b] -= 1
+        if ref[b] == 0: self._last_reference_gone(b)
 
 # %% ../nbs/05_block_manager.ipynb #94afc0ed
 @patch_to(BlockManager)
@@ -520,6 +523,8 @@ class ReservationManager:
     def num_available_blocks(self) -> int: return self.num_free_blocks
     @property
     def num_copies_in_flight(self) -> int: return len(self._in_flight)
+    @property
+    def copies_in_flight(self) -> list[tuple[int, int]]: return [(src, dst) for src, dst, _, _ in self._in_flight]
     def __repr__(self):
         return f"ReservationManager({self.num_regions} regions of {self.reservation} blocks of {self.block_size}: {len(self._seqs)} sequences)"
 

@@ -10,7 +10,7 @@ import itertools, math, numbers, time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 import torch
-from .budget import MiB, canonical_dtype, capacity
+from .budget import MiB, canonical_dtype, capacity, fmt_bytes
 from .attention import gather_rows_bound
 from .blocks import BlockManager, CacheKeyContext, ReservationManager
 from .scheduler import FinishReason, Request, ScheduledBatch, Scheduler, Status
@@ -19,8 +19,8 @@ from .model import (AttentionMetadata, CausalLM, ModelConfig, allocate_model_cac
 
 # %% auto #0
 __all__ = ['COMPUTE_DTYPES', 'check_int', 'check_number', 'check_bool', 'SamplingParams', 'filter_logits', 'sample_tokens',
-           'CompletionOutput', 'RequestOutput', 'LLM', 'add_request', 'step', 'abort', 'has_unfinished_requests',
-           'generate']
+           'CompletionOutput', 'RequestOutput', 'LLM', 'available_memory', 'add_request', 'step', 'abort',
+           'has_unfinished_requests', 'generate']
 
 # %% ../nbs/08_engine.ipynb #71c25f6a
 def _is_int(x) -> bool: return isinstance(x, numbers.Integral) and not isinstance(x, bool)
@@ -38,7 +38,8 @@ def check_int(name: str, value, low: int | None = None, high: int | None = None)
 
 def check_number(name: str, value, low: float | None = None, high: float | None = None, low_open: bool = False) -> float:
     "`value` as a `float` if it is a finite real number (not a bool) in its range, else a `ValueError` naming `name`"
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    try: ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    except OverflowError: ok = False                            # an int too large for a float
     if not ok or (low is not None and (value <= low if low_open else value < low)) or (high is not None and value > high):
         raise ValueError(f"{name} must be a finite number{_bounds(low, high, low_open)}, got {value!r}")
     return float(value)
@@ -63,17 +64,18 @@ class SamplingParams:
     logits_processors: tuple = ()    # (output token ids, logits [vocab]) -> logits, applied in order before choosing
 
     def __post_init__(self):
-        n = check_int('n', self.n, 1)
+        n = check_int('n', self.n, 1, 2**31 - 1)
         if not _is_int(self.top_k) or self.top_k < -1:
             raise ValueError(f"top_k must be an integer: -1 or 0 (off), or >= 1, got {self.top_k!r}")
         stop, procs = self.stop_token_ids, self.logits_processors
+        if hasattr(stop, 'tolist') and not isinstance(stop, (list, tuple)): stop = stop.tolist()   # a NumPy array, a tensor
         if not isinstance(stop, (list, tuple, set, frozenset)):
             raise ValueError(f"stop_token_ids must be a list of token ids, got {stop!r}")
         if not isinstance(procs, (list, tuple)) or not all(callable(f) for f in procs):
             raise ValueError(f"logits_processors must be a list of callables (token ids, logits) -> logits, got {procs!r}")
         fields = dict(n=n, temperature=check_number('temperature', self.temperature, 0),
                       top_k=int(self.top_k), top_p=check_number('top_p', self.top_p, 0, 1, low_open=True),
-                      seed=None if self.seed is None else check_int('seed', self.seed, 0, 2**63 - n),
+                      seed=None if self.seed is None else check_int('seed', self.seed, -2**63, 2**63 - n),   # seed + i fits an int64
                       max_tokens=check_int('max_tokens', self.max_tokens, 1),
                       stop_token_ids=tuple(check_int(f'stop_token_ids[{i}]', t, 0) for i, t in enumerate(stop)),
                       ignore_eos=check_bool('ignore_eos', self.ignore_eos), logits_processors=tuple(procs))
@@ -117,7 +119,7 @@ class CompletionOutput:
     text: str | None
     finish_reason: str | None
     cumulative_logprob: float | None = None
-    error: str | None = None          # why it ended, when finish_reason is 'aborted'
+    error: str | None = None          # why it ended, when finish_reason is 'aborted'; or why `text` is None
 
 @dataclass
 class RequestOutput:
@@ -137,7 +139,9 @@ class LLM:
                  enable_prefix_caching: bool = True, enable_chunked_prefill: bool = True, attention_backend: str = 'auto',
                  device: str | torch.device = 'cpu', dtype: str | None = None, memory_bytes: int | None = None,
                  policy: str = 'fcfs', seed: int = 0, tokenizer=None, allocator: str = 'paged', batching: str = 'continuous'):
-        self._check_settings(locals())                               # all of them, before anything is built
+        kw = self._check_settings(locals())                          # all of them, before anything is built
+        block_size, num_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, memory_bytes, seed = (kw[k] for k in
+            ('block_size', 'num_blocks', 'max_num_seqs', 'max_num_batched_tokens', 'max_model_len', 'memory_bytes', 'seed'))
         self.device = torch.device(device)
         self.model, self.tokenizer, self.model_id = self._load(model, dtype, tokenizer)
         cfg = self.config = self.model.config
@@ -149,6 +153,7 @@ class LLM:
         if ws is not None: ws.max_rows = gather_rows_bound(max_num_seqs, max_num_batched_tokens, self.max_model_len, block_size)
         if num_blocks is None: num_blocks = self._blocks_from_budget(block_size, max_num_batched_tokens, memory_bytes)
         self.block_size, self.num_blocks = block_size, num_blocks
+        self._check_pool_fits()
         ctx = CacheKeyContext(model_id=self.model_id, model_version=self.model_version,
                               kv_dtype=cfg.shape.kv_dtype, kv_layout=f'paged[{block_size}]x{cfg.shape.num_kv_heads}x{cfg.shape.head_dim}')
         if allocator == 'paged': self.block_manager = BlockManager(num_blocks, block_size, enable_prefix_caching=enable_prefix_caching, context=ctx, record_fresh=True)
@@ -166,22 +171,36 @@ class LLM:
 # %% ../nbs/08_engine.ipynb #e058806e
 COMPUTE_DTYPES = ('float32', 'float16', 'bfloat16')
 
-def _check_settings(self, kw: dict) -> None:
-    "Refuse a bad engine setting with the rule it breaks, before anything is built"
-    for k in ('block_size', 'max_num_seqs', 'max_num_batched_tokens'): check_int(k, kw[k], 1)
-    for k in ('num_blocks', 'max_model_len', 'memory_bytes'):
-        if kw[k] is not None: check_int(k, kw[k], 1)
+def _check_settings(self, kw: dict) -> dict:
+    "Refuse a bad engine setting with the rule it breaks, before anything is built; the integer settings as `int`s"
+    out = {k: check_int(k, kw[k], 1, 2**62) for k in ('block_size', 'max_num_seqs', 'max_num_batched_tokens')}
+    out |= {k: None if kw[k] is None else check_int(k, kw[k], 1, 2**62) for k in ('num_blocks', 'max_model_len', 'memory_bytes')}
     for k in ('enable_prefix_caching', 'enable_chunked_prefill'): check_bool(k, kw[k])
-    check_int('seed', kw['seed'], 0, 2**63 - 1)
+    out['seed'] = check_int('seed', kw['seed'], 0, 2**63 - 1)
     for k, allowed in (('allocator', ('paged', 'reserved')), ('policy', ('fcfs', 'priority')), ('batching', ('continuous', 'static'))):
         if kw[k] not in allowed: raise ValueError(f"{k} must be one of {', '.join(map(repr, allowed))}, got {kw[k]!r}")
     m = kw['model']
     if not (m is None or isinstance(m, (str, Path, ModelConfig, CausalLM))):
         raise ValueError(f"model must be a checkpoint directory, a ModelConfig, a CausalLM or None, got {type(m).__name__}")
-    try: torch.device(kw['device'])
+    try: dev = torch.device(kw['device'])
     except (RuntimeError, TypeError) as e: raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got {kw['device']!r}") from None
+    if dev.type == 'cuda' and not torch.cuda.is_available(): raise ValueError(f"device {kw['device']!r}: CUDA is not available on this machine")
     if kw['tokenizer'] is not None and not (hasattr(kw['tokenizer'], 'encode') and hasattr(kw['tokenizer'], 'decode')):
         raise ValueError(f"tokenizer must have encode and decode methods, got {type(kw['tokenizer']).__name__}")
+    return out
+
+def available_memory(device) -> int | None:
+    "Bytes free on `device` now: the free GPU memory, or Linux's `MemAvailable`; None where it cannot be known"
+    if torch.device(device).type == 'cuda': return torch.cuda.mem_get_info(torch.device(device))[0]
+    try:
+        with open('/proc/meminfo') as f: return next(int(l.split()[1]) * 1024 for l in f if l.startswith('MemAvailable:'))
+    except (OSError, StopIteration): return None
+
+def _check_pool_fits(self) -> None:
+    "Refuse a `num_blocks` whose KV pool is larger than the memory free on the device, before the pool is built"
+    pool, free = self.num_blocks * self.block_size * self.config.shape.kv_bytes_per_token, available_memory(self.device)
+    if free is not None and pool > free:
+        raise ValueError(f"num_blocks {self.num_blocks}: a KV pool of {fmt_bytes(pool)} does not fit in the {fmt_bytes(free)} free on {self.device}")
 
 def _compute_dtype(dtype) -> str | None:
     if dtype is None: return None
@@ -228,7 +247,8 @@ def _workspace_bytes(self) -> int:
     if ws is not None: return ws.max_rows * s.kv_bytes_per_token // s.num_layers
     return 256 * MiB if self.device.type == 'cuda' else 0
 
-LLM._check_settings, LLM._load, LLM._blocks_from_budget, LLM.workspace_bytes = _check_settings, _load, _blocks_from_budget, property(_workspace_bytes)
+LLM._check_settings, LLM._check_pool_fits, LLM._load, LLM._blocks_from_budget = _check_settings, _check_pool_fits, _load, _blocks_from_budget
+LLM.workspace_bytes = property(_workspace_bytes)
 
 # %% ../nbs/08_engine.ipynb #a29a1076
 def _check_prompt(self, prompt) -> tuple[list[int], str | None]:
@@ -262,15 +282,22 @@ def _check_request(self, prompt, params=None, request_id=None, arrival_time=None
         raise ValueError(f"n ({params.n}) exceeds max_num_seqs ({self.scheduler.max_num_seqs}): a request's samples run together")
     if not (cache_salt is None or isinstance(cache_salt, (str, bytes)) or _is_int(cache_salt)):
         raise ValueError(f"cache_salt must be a str, bytes, an int or None, got {cache_salt!r}")
+    now = time.perf_counter() if arrival_time is None else check_number('arrival_time', arrival_time)
+    priority = check_int('priority', priority)
+    in_use = lambda rid: rid in self._groups or any(o.request_id == rid for o in self._stash)   # an output not collected yet holds its id
     if request_id is None:
         request_id = next(self._ids)
-        while request_id in self._groups: request_id = next(self._ids)   # never one a caller chose
-    elif not (isinstance(request_id, str) or _is_int(request_id)):
-        raise ValueError(f"request_id must be a str or an int, got {request_id!r}")
-    elif request_id in self._groups: raise ValueError(f"request_id {request_id!r} is already in use")
-    now = time.perf_counter() if arrival_time is None else check_number('arrival_time', arrival_time)
-    return dict(ids=ids, text=text, params=params, request_id=request_id if isinstance(request_id, str) else int(request_id),
-                arrival_time=now, cache_salt=int(cache_salt) if _is_int(cache_salt) else cache_salt, priority=check_int('priority', priority))
+        while in_use(request_id): request_id = next(self._ids)   # never one a caller chose
+    else:
+        request_id = _check_id(request_id)
+        if in_use(request_id): raise ValueError(f"request_id {request_id!r} is already in use")
+    return dict(ids=ids, text=text, params=params, request_id=request_id, arrival_time=now,
+                cache_salt=int(cache_salt) if _is_int(cache_salt) else cache_salt, priority=priority)
+
+def _check_id(request_id):
+    "A request id as the engine keys it: a str, or an int (a bool or a float is not an id)"
+    if not (isinstance(request_id, str) or _is_int(request_id)): raise ValueError(f"request_id must be a str or an int, got {request_id!r}")
+    return request_id if isinstance(request_id, str) else int(request_id)
 
 def _submit(self, r: dict):
     "Register a request `_check_request` approved; returns its id"
@@ -279,7 +306,8 @@ def _submit(self, r: dict):
     req = Request((rid, 0), r['ids'], p.max_tokens, stop_token_ids=stop, priority=r['priority'], arrival_time=r['arrival_time'],
                   cache_salt=r['cache_salt'], num_samples=p.n)
     self._groups[rid] = dict(params=p, prompt=r['text'], samples=[req], generators=[self._generator(p, i) for i in range(p.n)])
-    self.scheduler.add_request(req, r['arrival_time'])
+    try: self.scheduler.add_request(req, r['arrival_time'])
+    except BaseException: del self._groups[rid]; raise            # registered in both, or in neither
     return rid
 
 def add_request(self, prompt, params: SamplingParams | None = None, request_id=None, arrival_time: float | None = None,
@@ -346,7 +374,7 @@ def _sample(self, done: list[Request], logits, forks: list) -> tuple[dict, dict]
         g = self._groups[req.request_id[0]]
         samples = [req]
         if req.request_id[1] == 0 and len(g['samples']) < g['params'].n:     # parallel sampling: fork the prompt's blocks n - 1 times
-            for j in range(1, g['params'].n):
+            for j in range(len(g['samples']), g['params'].n):                # the missing ones: a step that failed may have made some
                 child = sch.fork(req, Request((req.request_id[0], j), req.prompt_token_ids, req.max_tokens, req.stop_token_ids,
                                               req.priority, cache_salt=req.cache_salt), num_new_tokens=req.num_uncomputed)
                 g['samples'].append(child); forks.append(child)
@@ -391,9 +419,11 @@ LLM._sample, LLM._run_step, LLM.step = _sample, _run_step, step
 def _output(self, rid) -> RequestOutput:
     g = self._groups[rid]
     reqs = g['samples']
-    outs = [CompletionOutput(index=r.request_id[1], token_ids=list(r.output_token_ids),
-                             text=self.tokenizer.decode(r.output_token_ids) if self.tokenizer else None,
-                             finish_reason=r.finish_reason.value if r.finish_reason else None, error=r.error) for r in reqs]
+    outs = []
+    for r in reqs:
+        text, error = self._decode(r.output_token_ids, r.error)
+        outs.append(CompletionOutput(index=r.request_id[1], token_ids=list(r.output_token_ids), text=text,
+                                     finish_reason=r.finish_reason.value if r.finish_reason else None, error=error))
     first = reqs[0]
     finished = all(r.finished for r in reqs)       # forks are made in the step of the first token: a request ended before it has one sample
     if finished and len(outs) < g['params'].n:     # it ended before its prompt did: the samples it never forked end the same way, empty
@@ -405,20 +435,25 @@ def _output(self, rid) -> RequestOutput:
                    num_preemptions=sum(r.num_preemptions for r in reqs), reject_reason=first.reject_reason)
     return RequestOutput(rid, g['prompt'], list(first.prompt_token_ids), outs, finished, metrics)
 
+def _decode(self, token_ids: list[int], error: str | None) -> tuple[str | None, str | None]:
+    "(text, error): the tokens as text if there is a tokenizer; a tokenizer that fails on them is this request's error, and its text is None"
+    if self.tokenizer is None: return None, error
+    try: return self.tokenizer.decode(token_ids), error
+    except Exception as e: return None, error or f"decoding failed: {type(e).__name__}: {e}"
+
 def _drain_finished(self) -> list[RequestOutput]:
+    done, self.scheduler.finished = self.scheduler.finished, []    # drained here, so it never grows, even if an output fails
     outs = []
-    for r in self.scheduler.finished:              # the scheduler's finished list is drained here, so it never grows
+    for r in done:
         g = self._groups.get(r.request_id[0])
         if g is not None and all(x.finished for x in g['samples']):
             outs.append(self._output(r.request_id[0])); del self._groups[r.request_id[0]]
-    self.scheduler.finished.clear()
     return outs
 
 def abort(self, request_id) -> None:
     "Cancel a request (all its samples) in any state; its blocks are released at once"
-    try: known = request_id in self._groups
-    except TypeError: known = False                              # unhashable: never an id
-    if not known: raise ValueError(f"request_id {request_id!r} is not an unfinished request")
+    if not (isinstance(request_id, str) or _is_int(request_id)) or request_id not in self._groups:   # True is not 1 here
+        raise ValueError(f"request_id {request_id!r} is not an unfinished request")
     for r in self._groups[request_id]['samples']:
         if not r.finished: self.scheduler.abort(r.request_id, time.perf_counter())
 
@@ -426,13 +461,14 @@ def has_unfinished_requests(self) -> bool:
     "Whether a request is still running or waiting, or a finished one has an output `step` has not returned yet"
     return bool(self._groups or self._stash)
 
-LLM._output, LLM._drain_finished, LLM.abort, LLM.has_unfinished_requests = _output, _drain_finished, abort, has_unfinished_requests
+LLM._output, LLM._decode, LLM._drain_finished, LLM.abort, LLM.has_unfinished_requests = _output, _decode, _drain_finished, abort, has_unfinished_requests
 
 # %% ../nbs/08_engine.ipynb #68b69ebd
 def _as_prompts(prompts) -> list:
     "`generate`'s prompts as a list: a string or a flat list of token ids is one prompt"
     if isinstance(prompts, str): return [prompts]
     if hasattr(prompts, 'tolist') and not isinstance(prompts, (list, tuple)): prompts = prompts.tolist()   # 1-D: one prompt; 2-D: rows
+    if isinstance(prompts, range): return [list(prompts)]
     if not isinstance(prompts, (list, tuple)):
         raise ValueError(f"prompts must be a string, a list of token ids, or a list of those, got {type(prompts).__name__}")
     return [list(prompts)] if prompts and all(_is_int(t) for t in prompts) else list(prompts)

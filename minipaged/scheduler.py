@@ -181,8 +181,15 @@ Scheduler._pick_victim, Scheduler._requeue, Scheduler._preempt, Scheduler._fail,
 
 # %% ../nbs/06_scheduler.ipynb #f6cb1b72
 def schedule(self, now: float = 0.0) -> ScheduledBatch:
-    "Plan one step: running decodes, then running prefills, then admissions, within the token budget"
-    batch, budget = ScheduledBatch(), self.max_num_batched_tokens
+    "Plan one step: running decodes, then running prefills, then admissions, within the token budget; a plan that fails part-way is undone"
+    batch = ScheduledBatch()
+    try: self._plan(batch, now)
+    except BaseException:                                        # an interrupt, or a bug: nothing half-planned may stand
+        self.abandon(batch); raise
+    return batch
+
+def _plan(self, batch: ScheduledBatch, now: float) -> None:
+    budget = self.max_num_batched_tokens
     step = self.counters['steps'] = self.counters['steps'] + 1
     reqs, ns, starts, RUNNING, prefills = batch.requests, batch.num_new_tokens, batch.start_positions, Status.RUNNING, []
     bm_append, copies = self.bm.append, batch.copies
@@ -216,7 +223,6 @@ def schedule(self, now: float = 0.0) -> ScheduledBatch:
         self._admit(batch, budget, now, step)                    # 3. admissions
         if not batch.requests and not self.running and self.waiting:   # idle, yet the head did not fit: it never will
             self._finish(self.waiting[0], FinishReason.ABORTED, now, error='could not be admitted even into an idle engine')
-    return batch
 
 def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> None:
     # seats: running sequences, plus the forks that running prompts with n > 1 samples will add
@@ -242,7 +248,7 @@ def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> N
         self.running[req.request_id] = req; self.counters['admitted'] += 1
         batch.add(req, n); budget -= n; seats += need
 
-Scheduler.schedule, Scheduler._admit = schedule, _admit
+Scheduler.schedule, Scheduler._plan, Scheduler._admit = schedule, _plan, _admit
 
 # %% ../nbs/06_scheduler.ipynb #ceeb2945
 def _finish(self, req: Request, reason: FinishReason, now: float, error: str | None = None):
@@ -287,9 +293,14 @@ def abort(self, request_id, now: float = 0.0, reason: FinishReason = FinishReaso
     return req
 
 def abandon(self, batch: ScheduledBatch) -> None:
-    "The step that ran `batch` failed part-way: every request of it still running recomputes from scratch, and its copies' windows close"
-    for req in batch.requests:
-        if req.status is Status.RUNNING: self._requeue(req)
+    "The step that planned or ran `batch` failed part-way: every request it may have touched recomputes from scratch, and the copies' windows close"
+    targets = {dst for _, dst in self.bm.copies_in_flight}       # a copy that may not have run: its target's owner recomputes too
+    touched = {id(r): r for r in batch.requests if r.status is Status.RUNNING}
+    for r in self.running.values():
+        if targets and targets & set(self.bm.block_table(r.request_id)): touched[id(r)] = r
+    for req in touched.values(): self._requeue(req)
+    for req in self.waiting:                                     # allocated, but interrupted before it left the queue
+        if self.bm.has_seq(req.request_id): self.bm.free(req.request_id)
     self.bm.copies_done()
 
 @property
@@ -305,11 +316,12 @@ def fork(self, parent: Request, child: Request, num_new_tokens: int = 0) -> Requ
     self.bm.mark_computed(parent.request_id, parent.num_computed_tokens + num_new_tokens)   # only computed KV is ever shared
     child._seq, child.arrival_time, child.first_scheduled_time = next(self._seq), parent.arrival_time, parent.first_scheduled_time
     child.output_token_ids = list(parent.output_token_ids)
-    self.requests[child.request_id] = child
     try: self.bm.fork(parent.request_id, child.request_id)
     except NoFreeBlocksError:                      # the reservation baseline needs a region per fork: the child waits for one
+        self.requests[child.request_id] = child
         bisect.insort(self.waiting, child, key=self._queue_key)
         return child
+    self.requests[child.request_id] = child
     child.status, child.num_computed_tokens = Status.RUNNING, parent.num_computed_tokens
     child.num_cached_tokens, child.num_reserved = parent.num_cached_tokens, parent.num_reserved
     self.running[child.request_id] = child

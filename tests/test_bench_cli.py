@@ -69,7 +69,7 @@ def test_ablations_table(tmp_path):
     (('--device', 'tpu'), '--device must be one of cpu, cuda'), (('--rate', 'nan'), '--rate must be > 0 and finite, got nan'),
     (('--rate', 'inf'), '--rate must be > 0 and finite, got inf'), (('--arrival', 'gamma', '--burstiness', 'inf'), '--burstiness must be > 0 and finite'),
     (('--slo-ttft-ms', 'nan'), '--slo-ttft-ms must be > 0 and finite'), (('--seed', -1), '--seed must be a non-negative integer, got -1'),
-    (('--threads', 10**6), '--threads must be at most'), (('--num-blocks', 10**12), '--num-blocks 1000000000000: a KV pool of'),
+    (('--threads', 10**6), '--threads must be at most'), (('--num-blocks', 10**12), '--num-blocks: num_blocks 1000000000000: a KV pool of'),
     (('--allocator', 'reserved', '--num-blocks', 1), '--num-blocks: num_blocks 1 cannot hold'),
     (('--num-blocks', 1, '--ablations'), "--ablations, row 'reserved B=16': --num-blocks:")])
 def test_bad_options_raise_a_value_error_naming_the_option(tmp_path, extra, msg):

@@ -115,7 +115,7 @@ def test_unreadable_workload(tmp_path, where, msg):
     (('--max-num-batched-tokens', '0'), '--max-num-batched-tokens must be a positive integer'), (('--num-blocks', '0'), '--num-blocks must be a positive integer'),
     (('--ablations', '--ablation-requests', '0'), '--ablation-requests must be a positive integer'), (('--seed', '-1'), '--seed must be a non-negative integer'),
     (('--threads', '0'), '--threads must be a positive integer'), (('--threads', '1000000'), '--threads must be at most'),
-    (('--num-blocks', str(10**12)), '--num-blocks 1000000000000: a KV pool of'), (('--max-model-len', str(10**8)), '--max-model-len'),
+    (('--num-blocks', str(10**12)), '--num-blocks: num_blocks 1000000000000: a KV pool of'), (('--max-model-len', str(10**8)), '--max-model-len'),
     (('--allocator', 'reserved', '--num-blocks', '1'), '--num-blocks'), (('--num-blocks', '1', '--ablations'), "--ablations, row 'reserved B=16'"),
     (('--block-size', str(10**5)), 'no --num-blocks given'), (('--model', '/no/such/dir'), '--model'),
     (('--num-requests', 'four'), "argument --num-requests: invalid int value: 'four'"), (('--rate', 'fast'), "argument --rate: invalid float value"),
