@@ -312,19 +312,18 @@ def _reclaim(self, b: int) -> None:
     self._used -= 1
 
 @patch_to(BlockManager)
-def _last_reference_gone(self, b: int) -> None:
-    "No table holds `b` any more: reclaim it now, unless a copy in flight still holds it (then `copies_done` will)"
-    if not self._pins[b]: self._reclaim(b)
-
-@patch_to(BlockManager)
 def free(self, seq_id) -> None:
     "End sequence `seq_id` (finished or cancelled): release each of its block references exactly once"
     seq = self._seqs.pop(seq_id, None)
     if seq is None: self._get(seq_id)
-    ref = self._ref
-    for b in reversed(seq.blocks):
-        ref[b] -= 1
-        if ref[b] == 0: self._last_reference_gone(b)
+    ref, pins, key, free, evictable, released = self._ref, self._pins, self._key, self._free, self._evictable, 0
+    for b in reversed(seq.blocks):                # `_reclaim`, inlined: this runs for every block of every request
+        r = ref[b] = ref[b] - 1
+        if r == 0 and not pins[b]:                # a block a copy in flight holds waits for copies_done()
+            released += 1
+            if key[b] is None: free.append(b)
+            else: evictable[b] = None
+    self._used -= released
 
 # %% ../nbs/05_block_manager.ipynb #94afc0ed
 @patch_to(BlockManager)
