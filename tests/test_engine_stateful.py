@@ -12,9 +12,13 @@ salts), steps, and cancels requests in every phase. After every step:
   every request accounted for once);
 - progress: draining the engine finishes every request within a bound, every one with a finish reason.
 
-Run against the code before issue 16's fixes, it found defect 1 (a copy-on-write source reclaimed before its copy
-ran: a sample's tokens differ from the alone run) and defect 2 (a preempted request that could never be re-admitted
-without chunked prefill: the drain does not finish)."""
+Run once against the code before issue 16's fixes, with 60 examples as here, it found defect 2 (a request preempted
+without chunked prefill that could never be admitted again: the drain does not finish; shrunk to one 7-token
+prompt with n=2 in a 24-slot pool of 1-slot blocks and a 12-token budget) and defect 3's NoFreeBlocksError escaping
+step() with the reserved allocator and n=2. Defect 1 (a copy-on-write source reclaimed before its copy ran) needed
+a run restricted to the paged allocator with chunked prefill and 400 examples (about four minutes): shrunk, a pool
+of 5 blocks of 4, a 4-token budget, prompts (3,), (3,..,10) with n=2 and (3,) with n=2 added together; a
+sample's second token was 22 where its prompt alone gives 49."""
 import json, subprocess, sys
 from functools import lru_cache
 from pathlib import Path
