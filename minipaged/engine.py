@@ -238,7 +238,9 @@ def _blocks_from_budget(self, block_size, max_num_batched_tokens, memory_bytes):
     self.budget = capacity(s, memory_bytes, [self.max_model_len], block_size=block_size, max_num_batched_tokens=max_num_batched_tokens,
                            max_model_len=self.max_model_len, workspace_bytes=self.workspace_bytes)
     n = int(self.budget.kv_pool_bytes // (block_size * s.kv_bytes_per_token))
-    if n < 1: raise ValueError(f"memory_bytes: {memory_bytes} bytes leave no room for one KV block after the rest of the budget:\n{self.budget.table()}")
+    if n < 1:                                                  # one line: the CLI prints it as its error
+        terms = ', '.join(f"{k} {fmt_bytes(v)}" for k, v in self.budget.fixed.items())
+        raise ValueError(f"memory_bytes: {fmt_bytes(memory_bytes)} leaves no room for one KV block after {terms} and the headroom")
     return n
 
 def _workspace_bytes(self) -> int:
@@ -294,9 +296,11 @@ def _check_request(self, prompt, params=None, request_id=None, arrival_time=None
     return dict(ids=ids, text=text, params=params, request_id=request_id, arrival_time=now,
                 cache_salt=int(cache_salt) if _is_int(cache_salt) else cache_salt, priority=priority)
 
+def _is_id(x) -> bool: return isinstance(x, str) or _is_int(x)
+
 def _check_id(request_id):
     "A request id as the engine keys it: a str, or an int (a bool or a float is not an id)"
-    if not (isinstance(request_id, str) or _is_int(request_id)): raise ValueError(f"request_id must be a str or an int, got {request_id!r}")
+    if not _is_id(request_id): raise ValueError(f"request_id must be a str or an int, got {request_id!r}")
     return request_id if isinstance(request_id, str) else int(request_id)
 
 def _submit(self, r: dict):
@@ -452,7 +456,7 @@ def _drain_finished(self) -> list[RequestOutput]:
 
 def abort(self, request_id) -> None:
     "Cancel a request (all its samples) in any state; its blocks are released at once"
-    if not (isinstance(request_id, str) or _is_int(request_id)) or request_id not in self._groups:   # True is not 1 here
+    if not _is_id(request_id) or request_id not in self._groups:   # True is not 1 here
         raise ValueError(f"request_id {request_id!r} is not an unfinished request")
     for r in self._groups[request_id]['samples']:
         if not r.finished: self.scheduler.abort(r.request_id, time.perf_counter())
