@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse, json, platform, statistics, time
 import torch
 import torch.nn.functional as F
-from minipaged.attention import PageWorkspace, allocate_kv_cache, paged_decode_attention, plan_pages, sdpa_paged_attention
-from minipaged.paging import format_rows
+from minipaged.attention.cpu import PageWorkspace, plan_pages, sdpa_paged_attention
+from minipaged.attention.cache import allocate_kv_cache
+from minipaged.attention.reference import paged_decode_attention
+from minipaged.utils import format_rows
 
 
 def interleaved_seconds(fns, warmup: int, reps: int) -> list[list[float]]:

@@ -167,8 +167,8 @@ def main(argv=None) -> int:
               "Run it on a CUDA machine, or pass --cpu-smoke to check its pipeline at toy sizes in Triton's interpreter.", file=sys.stderr)
         return 2
     device = torch.device('cpu' if a.cpu_smoke else 'cuda')
-    from minipaged import triton_attention as ta                 # after the device choice: without CUDA it switches the interpreter on
-    from minipaged.paging import format_rows
+    from minipaged.attention import triton as ta                 # after the device choice: without CUDA it switches the interpreter on
+    from minipaged.utils import format_rows
     if device.type == 'cuda' and ta.kernel_mode() != 'compiled':
         print(f"the kernels are {ta.kernel_mode()}, not compiled: unset TRITON_INTERPRET to benchmark the GPU", file=sys.stderr); return 2
     cfg, gen = (SMOKE if a.cpu_smoke else FULL), torch.Generator(device=device).manual_seed(0)

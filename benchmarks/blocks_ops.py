@@ -31,8 +31,9 @@ import argparse, gc, json, random, statistics, sys, time
 from collections import deque
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minipaged.blocks import BlockManager, NoFreeBlocksError, ReservationManager
-from minipaged.paging import format_rows
+from minipaged.engine.blocks import BlockManager, NoFreeBlocksError
+from minipaged.engine.reservation import ReservationManager
+from minipaged.utils import format_rows
 
 
 def build_workload(a) -> list[tuple]:

@@ -2,7 +2,7 @@
 
 Declared workload: 64 requests, prompts uniform on 8..256 tokens, outputs uniform on 16..128 tokens
 (ignore_eos, greedy), seed 0. Model: a random Llama with hidden 256, 4 layers, 8 query / 4 KV heads,
-head dim 32, MLP 512, vocabulary 256, float32 (`minipaged.model.tiny_config()`), saved as a Hugging
+head dim 32, MLP 512, vocabulary 256, float32 (`minipaged.engine.model_config.tiny_config()`), saved as a Hugging
 Face checkpoint and loaded by both sides. Reports output tokens per second for:
   - minipaged `LLM.generate` (continuous batching over the paged cache),
   - transformers `generate`, one request at a time,
@@ -56,7 +56,8 @@ ENGINE = dict(block_size=16, max_num_seqs=64, max_num_batched_tokens=2048)      
 
 def warm_engine(path, reqs, **kw):
     "A fresh engine that has run one short warm-up request, and the workload's sampling parameters"
-    from minipaged.engine import LLM, SamplingParams
+    from minipaged.engine.llm import LLM
+    from minipaged.engine.sampler import SamplingParams
     llm = LLM(path, **kw)
     llm.generate([reqs[0][0]], SamplingParams(max_tokens=4, temperature=0.0))
     return llm, [SamplingParams(max_tokens=m, temperature=0.0, ignore_eos=True) for _, m in reqs]
@@ -151,8 +152,10 @@ if __name__ == '__main__':
         if a.threads < 1: ap.error(f"--threads must be >= 1, got {a.threads}")
         torch.set_num_threads(a.threads)
     from transformers import LlamaForCausalLM
-    from minipaged.model import random_model, save_model, tiny_config
-    from minipaged.paging import format_rows
+    from minipaged.engine.model import random_model
+    from minipaged.engine.checkpoint import save_model
+    from minipaged.engine.model_config import tiny_config
+    from minipaged.utils import format_rows
     import transformers; transformers.utils.logging.disable_progress_bar()
     torch.manual_seed(0)
     reqs = workload(a.requests)

@@ -9,9 +9,10 @@ Prints a table; --json writes the numbers.
 """
 import argparse, json, platform, random, statistics, time
 from pathlib import Path
-from minipaged.blocks import BlockManager
-from minipaged.paging import format_rows
-from minipaged.scheduler import Request, Scheduler
+from minipaged.engine.blocks import BlockManager
+from minipaged.utils import format_rows
+from minipaged.engine.request import Request
+from minipaged.engine.scheduler import Scheduler
 
 def run(num_seqs: int, pool_frac: float, steps: int, block_size: int = 16, seed: int = 0) -> dict:
     rng = random.Random(seed)

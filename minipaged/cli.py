@@ -7,11 +7,15 @@ Docs: https://minipaged.github.io/minipaged/cli.html.md"""
 # %% ../nbs/90_cli.ipynb #9cb7e2cb
 from __future__ import annotations
 import argparse, json, os, sys, tempfile
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
-from .budget import (GiB, ModelShape, PRESET_CONFIGS, canonical_dtype, kv_bytes, kv_bytes_per_token, param_count,
-                              plot_kv_context, preset, shape_from_hf_config, weight_bytes, write_figure)
-from .paging import compare_allocation, expected_reservation_waste, format_rows, plot_tail_waste
+from .utils import GiB, write_figure
+from .accounting.budget import (canonical_dtype, kv_bytes, ModelShape, param_count, preset,
+                                         PRESET_CONFIGS, shape_from_hf_config, weight_bytes)
+from .accounting.budget_plots import plot_kv_context
+from .accounting.paging import compare_allocation, expected_reservation_waste
+from .utils import format_rows
+from .accounting.paging_plots import plot_tail_waste
 
 # %% auto #0
 __all__ = ['SEED_LENGTHS', 'cmd_kv', 'cmd_paging', 'cmd_report', 'build_parser', 'main']
@@ -126,7 +130,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     bench = sub.add_parser('bench', help='serve a declared workload: TTFT/TPOT/ITL/E2E, goodput, KV high-water marks, ablations',
                            description='The serving benchmark of chapter 09 (the main job): a declared, seeded workload through the engine')
     if argv is None or argv[:1] == ['bench']:       # its options import torch: only when asked for
-        from minipaged.bench import add_bench_arguments, run_bench_cli
+        from minipaged.bench.cli import add_bench_arguments, run_bench_cli
         add_bench_arguments(bench); bench.set_defaults(func=run_bench_cli, show=lambda r: None)   # it prints its own table
     for s in (kv, pg, rp, bench): s.add_argument('--json', action='store_true', help='print JSON for a program instead of a table')
     kv.set_defaults(func=cmd_kv, show=_print_kv); pg.set_defaults(func=cmd_paging, show=lambda r: print(format_rows(r['rows'])))

@@ -2,8 +2,9 @@
 import argparse, csv, json
 from dataclasses import replace
 import pytest
-from minipaged.bench import (DEFAULT_WORKLOAD, STATUSES, LengthDist, Workload, add_bench_arguments, run_bench_cli, workload_from_json,
-                             workload_to_json)
+from minipaged.bench.cli import DEFAULT_WORKLOAD, add_bench_arguments, run_bench_cli
+from minipaged.bench.metrics import STATUSES
+from minipaged.bench.workload import LengthDist, Workload, workload_from_json, workload_to_json
 
 def args(*argv, **extra):
     p = argparse.ArgumentParser(); add_bench_arguments(p)

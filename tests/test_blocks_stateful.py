@@ -16,7 +16,8 @@ import subprocess, sys, json
 from pathlib import Path
 from hypothesis import HealthCheck, event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from minipaged.blocks import BlockManager, NoFreeBlocksError, ReservationManager
+from minipaged.engine.blocks import BlockManager, NoFreeBlocksError
+from minipaged.engine.reservation import ReservationManager
 
 B = 4
 # Prompts are cut from a few fixed token strings, so that prefixes (and hits) are common.

@@ -26,8 +26,9 @@ import pytest
 from hypothesis import HealthCheck, event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from minipaged import LLM, SamplingParams
-from minipaged.model import random_model, tiny_config
-from minipaged.testing import check_engine, poison_kv, serve_alone
+from minipaged.engine.model import random_model
+from minipaged.engine.model_config import tiny_config
+from minipaged.testing.engine import check_engine, poison_kv, serve_alone
 
 MODEL = random_model(tiny_config())
 PREFIXES = [tuple(range(3, 15)), (3, 4, 5, 6, 7, 7, 7, 7, 8, 9, 10, 11), (20,) * 12]

@@ -1,9 +1,9 @@
 """Property tests of the chapter 00-01 accounting on random input (hypothesis)."""
 from fractions import Fraction
 from hypothesis import given, settings, strategies as st
-from minipaged.budget import ModelShape, kv_bytes, kv_bytes_per_token
-from minipaged.paging import (allocated_slots, compare_allocation, expected_tail_waste, expected_tail_waste_brute,
-                              num_pages, tail_waste, utilization)
+from minipaged.accounting.budget import ModelShape, kv_bytes, kv_bytes_per_token
+from minipaged.accounting.paging import (allocated_slots, compare_allocation, expected_tail_waste,
+                                         expected_tail_waste_brute, num_pages, tail_waste, utilization)
 
 lengths = st.lists(st.integers(1, 5000), min_size=1, max_size=40)
 page = st.integers(1, 512)

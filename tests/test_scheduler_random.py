@@ -1,8 +1,9 @@
 """Hypothesis-driven random traces through the scheduler: arrivals, cancellations, lengths, priorities,
 a small pool. After every step: the scheduler's invariants and the block manager's check()."""
 from hypothesis import given, settings, strategies as st
-from minipaged.blocks import BlockManager
-from minipaged.scheduler import FinishReason, Request, Scheduler, check_scheduler
+from minipaged.engine.blocks import BlockManager
+from minipaged.engine.request import FinishReason, Request
+from minipaged.engine.scheduler import Scheduler, check_scheduler
 
 event = st.one_of(
     st.tuples(st.just('arrive'), st.lists(st.integers(0, 4), min_size=0, max_size=40), st.integers(0, 30), st.integers(0, 2), st.sampled_from([None, 'a', 'b'])),

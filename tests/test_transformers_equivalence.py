@@ -8,7 +8,8 @@ import torch
 
 transformers = pytest.importorskip('transformers')
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
-from minipaged.engine import LLM, SamplingParams
+from minipaged.engine.llm import LLM
+from minipaged.engine.sampler import SamplingParams
 
 transformers.utils.logging.disable_progress_bar()
 SHAPE = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=8,
@@ -87,7 +88,7 @@ def test_triton_backend_under_the_interpreter(checkpoint, reference):
 
 def test_paged_logits_match_contiguous(checkpoint, reference):
     """Every logits row the engine samples from equals the cache-free contiguous forward within 1e-4 (float32)."""
-    from minipaged.model import contiguous_forward
+    from minipaged.engine.model import contiguous_forward
     _, path = checkpoint
     prompts, news, want = reference
     llm = LLM(path, block_size=4, max_num_batched_tokens=9)        # chunked prefill over small pages
