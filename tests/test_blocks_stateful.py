@@ -35,14 +35,13 @@ class BlockMachine(RuleBasedStateMachine):
         self.kv, self.tokens, self.salt, self.awaiting, self.pending = {}, {}, {}, set(), []
         self.next_id, self.gone, self.recent = 0, [], []
         self.B = self.bm.block_size
-        self.deferred = isinstance(self.bm, ReservationManager)   # its fork copies arrive with the child's first append
+        self.deferred = self.bm.defers_fork_copies   # the baseline's fork copies arrive with the child's first append
 
     # ---- helpers -------------------------------------------------------------------------------
     def snapshot(self):
         bm = self.bm
         seqs = {s: (bm.block_table(s), bm.num_tokens(s), bm.num_computed(s)) for s in self.tokens}
-        return (bm.metrics(), seqs, bm.num_free_blocks, bm.num_available_blocks, getattr(bm, '_state', lambda: None)(), list(bm._fresh),
-                list(bm._in_flight))
+        return (bm.metrics(), seqs, bm.num_free_blocks, bm.num_available_blocks, bm.snapshot(), bm.copies_in_flight)
 
     def zero_fresh(self):
         "The engine zeroes the blocks handed out without cached content, before any copy or write"
@@ -223,9 +222,7 @@ class ReservationMachine(BlockMachine):
 class CollidingHashMachine(BlockMachine):
     "A hash with three values: keys collide all the time, and a hit must still never alias another prefix or salt"
     def make(self):
-        bm = BlockManager(12, B, record_fresh=True)
-        bm._key_hash = lambda key: hash(key) % 3
-        return bm
+        return BlockManager(12, B, record_fresh=True, key_hash=lambda key: hash(key) % 3)
 
 class TinyPoolMachine(BlockMachine):
     "Three blocks of 2: every operation runs into the pool's edges, evictions everywhere"

@@ -8,10 +8,11 @@ Docs: https://minipaged.github.io/minipaged/block_manager.html.md"""
 from __future__ import annotations
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 from ..utils import cdiv, check_count, check_positive, patch_to
 
 # %% auto #0
-__all__ = ['NoFreeBlocksError', 'CacheKeyContext', 'salt_identity', 'BlockManager']
+__all__ = ['NoFreeBlocksError', 'CacheKeyContext', 'salt_identity', 'Allocator', 'BlockManager']
 
 # %% ../../nbs/05_block_manager.ipynb #b274f4d1
 class NoFreeBlocksError(RuntimeError):
@@ -47,15 +48,56 @@ class _Seq:
         self.salt, self.root, self.hashes, self.uids = salt, root, hashes, uids
         self.room, self.register_at = room, register_at
 
+# %% ../../nbs/05_block_manager.ipynb #ea61e44b
+@runtime_checkable
+class Allocator(Protocol):
+    "What the scheduler and the engine ask of a KV-block allocator; a member not implemented raises"
+    __slots__ = ()
+    block_size: int
+    num_blocks: int
+    enable_prefix_caching: bool
+    defers_fork_copies: bool        # a fork's copies come with the child's first `append`, not at `fork`
+    @property
+    def num_free_blocks(self) -> int: raise NotImplementedError
+    @property
+    def num_used_blocks(self) -> int: raise NotImplementedError
+    @property
+    def num_cached_blocks(self) -> int: raise NotImplementedError
+    @property
+    def num_available_blocks(self) -> int: raise NotImplementedError
+    @property
+    def num_copies_in_flight(self) -> int: raise NotImplementedError
+    def has_seq(self, seq_id) -> bool: raise NotImplementedError
+    def blocks_needed(self, num_tokens: int) -> int: raise NotImplementedError
+    def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]: raise NotImplementedError
+    def can_allocate(self, token_ids, salt=None) -> bool: raise NotImplementedError
+    def allocate(self, seq_id, token_ids, salt=None) -> int: raise NotImplementedError
+    def can_append(self, seq_id, num_tokens: int = 1) -> bool: raise NotImplementedError
+    def append(self, seq_id, token_ids) -> list[tuple[int, int]]: raise NotImplementedError
+    def fork(self, parent_id, child_id) -> None: raise NotImplementedError
+    def mark_computed(self, seq_id, num_computed_tokens: int) -> None: raise NotImplementedError
+    def copies_done(self) -> None: raise NotImplementedError
+    def free(self, seq_id) -> None: raise NotImplementedError
+    def slots(self, seq_id, start: int, end: int) -> list[int]: raise NotImplementedError
+    def block_table(self, seq_id) -> list[int]: raise NotImplementedError
+    def num_tokens(self, seq_id) -> int: raise NotImplementedError
+    def num_computed(self, seq_id) -> int: raise NotImplementedError
+    def pop_fresh_blocks(self) -> list[int]: raise NotImplementedError
+    def metrics(self) -> dict: raise NotImplementedError
+    def check(self) -> None: raise NotImplementedError
+    def snapshot(self) -> tuple: raise NotImplementedError
+
 # %% ../../nbs/05_block_manager.ipynb #965da8b0
-class BlockManager:
+class BlockManager(Allocator):
     "A pool of `num_blocks` KV blocks of `block_size` slots: block tables, reference counts, fork, copy-on-write, prefix cache"
     __slots__ = ('num_blocks', 'block_size', 'enable_prefix_caching', 'context', '_ref', '_free', '_evictable', '_index',
                  '_key', '_content', '_uid', '_next_uid', '_seqs', '_used', '_high_water', '_stats', '_key_hash', '_fresh',
                  '_gen', '_pins', '_in_flight')
 
+    defers_fork_copies = False                       # fork shares blocks; copy-on-write comes later
+
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True,
-                 context: CacheKeyContext = CacheKeyContext(), record_fresh: bool = False):
+                 context: CacheKeyContext = CacheKeyContext(), record_fresh: bool = False, key_hash=hash):
         self.num_blocks, self.block_size = check_positive('num_blocks', num_blocks), check_positive('block_size', block_size)
         if not isinstance(context, CacheKeyContext): raise TypeError(f"context must be a CacheKeyContext, got {context!r}")
         self.enable_prefix_caching, self.context = bool(enable_prefix_caching), context
@@ -70,7 +112,7 @@ class BlockManager:
         self._seqs = {}                                # seq_id -> _Seq
         self._used = self._high_water = 0
         self._stats = dict(prefix_hit_blocks=0, prefix_hit_tokens=0, prefix_query_tokens=0, cow_copies=0, evictions=0)
-        self._key_hash = hash                          # a test can swap in a colliding hash
+        self._key_hash = key_hash                      # the prefix cache's hash (a test passes a colliding one)
         self._fresh = [] if record_fresh else None     # blocks handed out without cached content, until pop_fresh_blocks
         self._gen = [0] * num_blocks                   # a block's version: how many owners it has been handed to
         self._pins = [0] * num_blocks                  # copies in flight that read or write each block
@@ -89,20 +131,24 @@ class BlockManager:
     @property
     def copies_in_flight(self) -> list[tuple[int, int]]: return [(src, dst) for src, dst, _, _ in self._in_flight]
 
-    def has_seq(self, seq_id) -> bool: return seq_id in self._seqs
     def __repr__(self):
         return (f"BlockManager({self.num_blocks} blocks of {self.block_size}: {self._used} used, {len(self._evictable)} cached, "
                 f"{len(self._free)} free, {len(self._seqs)} sequences)")
 
 # %% ../../nbs/05_block_manager.ipynb #068f5911
-@patch_to(BlockManager)
-def _get(self, seq_id, name: str = 'seq_id') -> _Seq:
+@patch_to(Allocator)
+def has_seq(self, seq_id) -> bool:
+    "Is `seq_id` a live sequence?"
+    return seq_id in self._seqs
+
+@patch_to(Allocator)
+def _get(self, seq_id, name: str = 'seq_id'):
     "The live sequence `seq_id`, or a `ValueError` naming the argument"
     seq = self._seqs.get(seq_id)
     if seq is None: raise ValueError(f"{name} {seq_id!r} is not a live sequence (never allocated, or already freed)")
     return seq
 
-@patch_to(BlockManager)
+@patch_to(Allocator)
 def blocks_needed(self, num_tokens: int) -> int:
     "Blocks that `num_tokens` tokens occupy: `ceil(num_tokens / B)`"
     return cdiv(check_count('num_tokens', num_tokens), self.block_size)
@@ -395,8 +441,13 @@ def _evict(self) -> int:
     self._stats['evictions'] += 1
     return b
 
+@patch_to(BlockManager, as_prop=True)
+def cached_blocks(self) -> list[int]:
+    "The cached, unreferenced blocks in eviction order (the first is evicted first)"
+    return list(self._evictable)
+
 # %% ../../nbs/05_block_manager.ipynb #f52d73ad
-@patch_to(BlockManager)
+@patch_to(Allocator)
 def pop_fresh_blocks(self) -> list[int]:
     "The blocks handed out since the last call without cached content (free, evicted, copy-on-write targets), in order; the list starts over"
     if self._fresh is None: raise ValueError("record_fresh is False: make the manager with record_fresh=True to track fresh blocks")
@@ -415,12 +466,12 @@ def can_append(self, seq_id, num_tokens: int = 1) -> bool:
 
 # %% ../../nbs/05_block_manager.ipynb #b02fd5fd
 @patch_to(BlockManager)
-def _state(self) -> tuple:
-    "Everything observable about the pool, for tests of atomicity"
+def snapshot(self) -> tuple:
+    "Everything observable about the pool, as one value: two snapshots are equal when nothing changed"
     seqs = {s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at) for s, q in self._seqs.items()}
     return (tuple(self._ref), tuple(self._free), tuple(self._evictable), tuple(sorted(self._index.items())),
             tuple(self._key), seqs, self._used, self._high_water, tuple(self._stats.items()), tuple(self._gen), tuple(self._pins),
-            tuple(self._in_flight))
+            tuple(self._in_flight), tuple(self._fresh or ()))
 
 # %% ../../nbs/05_block_manager.ipynb #c508ca4d
 @patch_to(BlockManager)
