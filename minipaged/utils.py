@@ -85,36 +85,44 @@ def format_rows(rows: list[dict]) -> str:
     "A plain-text table of `rows` (dicts with the same keys); ratio columns print as percentages"
     cols = list(rows[0]); cells = [[_cell(c, r[c]) for c in cols] for r in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
-    def line(vals): return '  '.join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(vals, widths)))
+
+    def line(vals):
+        return '  '.join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(vals, widths)))
     return '\n'.join([line(cols)] + [line(r) for r in cells])
 
 # %% ../nbs/91_utils.ipynb #4f50c000
 def distribution(xs, percentiles=(90, 99)) -> dict:
-    "Mean, median and integer percentiles (1..99) of `xs` (seconds), in ms, as numpy.percentile; None when empty"
+    """Mean, median and integer percentiles (1..99) of `xs` (seconds), in ms, as numpy.percentile; None when
+    empty"""
     bad = [p for p in percentiles if not is_int(p) or not 1 <= p <= 99]
     if bad: raise ValueError(f"percentiles must be integers in 1..99, got {bad}")
     xs = [x * 1e3 for x in xs if x is not None]
     if not xs: return dict(mean=None, median=None) | {f'p{p}': None for p in percentiles}
     qs = statistics.quantiles(xs, n=100, method='inclusive') if len(xs) > 1 else xs * 99
-    return dict(mean=statistics.fmean(xs), median=statistics.median(xs)) | {f'p{p}': qs[p - 1] for p in percentiles}
+    return dict(mean=statistics.fmean(xs), median=statistics.median(xs)) | {
+        f'p{p}': qs[p - 1] for p in percentiles
+    }
 
 # %% ../nbs/91_utils.ipynb #1d586358
 def write_figure(fig, rows: list[dict], out_dir, stem: str) -> dict:
     "Save `fig` as `stem.png` and its data `rows` as `stem.csv` in `out_dir`; return the paths"
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     png, data = out / f'{stem}.png', out / f'{stem}.csv'
-    fig.savefig(png, dpi=110, bbox_inches='tight', metadata={'Software': None})   # no version stamp: byte-stable
+    # no version stamp: byte-stable
+    fig.savefig(png, dpi=110, bbox_inches='tight', metadata={'Software': None})
     with data.open('w', newline='') as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0])); w.writeheader(); w.writerows(rows)
     return {'png': str(png), 'csv': str(data)}
 
 def figure_dir(default: str = 'figures') -> Path:
-    "Where the chapters write figures: `default` (beside the notebooks) or `$MINIPAGED_FIGURE_DIR` (test runs)"
+    """Where the chapters write figures: `default` (beside the notebooks) or `$MINIPAGED_FIGURE_DIR` (test
+    runs)"""
     return Path(os.environ.get('MINIPAGED_FIGURE_DIR') or default)
 
 # %% ../nbs/91_utils.ipynb #7f4bc0b1
 def patch_to(cls, as_prop: bool = False):
-    "Decorator: attach the function to `cls` as a method (a property if `as_prop`); the module-level name is unchanged"
+    """Decorator: attach the function to `cls` as a method (a property if `as_prop`); the module-level name is
+    unchanged"""
     def attach(f):
         setattr(cls, f.__name__, property(f) if as_prop else f)
         return f.__globals__.get(f.__name__)

@@ -17,17 +17,20 @@ __all__ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 
            'MemoryBudget', 'memory_budget', 'CapacityEstimate', 'capacity']
 
 # %% ../../nbs/00_kv_budget.ipynb #34460c3f
-DTYPE_BYTES = {'float64': 8, 'float32': 4, 'float16': 2, 'bfloat16': 2, 'float8_e4m3': 1, 'float8_e5m2': 1, 'int8': 1}
-DTYPE_ALIASES = {'double': 'float64', 'fp32': 'float32', 'float': 'float32', 'fp16': 'float16', 'half': 'float16',
-                 'bf16': 'bfloat16', 'fp8': 'float8_e4m3', 'torch.float32': 'float32', 'torch.float16': 'float16',
-                 'torch.bfloat16': 'bfloat16'}
+DTYPE_BYTES = {'float64': 8, 'float32': 4, 'float16': 2, 'bfloat16': 2, 'float8_e4m3': 1, 'float8_e5m2': 1,
+               'int8': 1}
+DTYPE_ALIASES = {'double': 'float64', 'fp32': 'float32', 'float': 'float32', 'fp16': 'float16',
+                 'half': 'float16', 'bf16': 'bfloat16', 'fp8': 'float8_e4m3', 'torch.float32': 'float32',
+                 'torch.float16': 'float16', 'torch.bfloat16': 'bfloat16'}
 
 # %% ../../nbs/00_kv_budget.ipynb #4c726b45
 def canonical_dtype(dtype: str, arg: str = 'dtype') -> str:
-    "The canonical name of `dtype` (accepts common aliases such as `bf16`); a `ValueError` names `arg` otherwise"
+    """The canonical name of `dtype` (accepts common aliases such as `bf16`); a `ValueError` names `arg`
+    otherwise"""
     name = DTYPE_ALIASES.get(str(dtype).lower(), str(dtype).lower())
     if name not in DTYPE_BYTES:
-        raise ValueError(f"{arg} must be one of {', '.join(DTYPE_BYTES)} (or an alias: {', '.join(DTYPE_ALIASES)}), got {dtype!r}")
+        raise ValueError(f"{arg} must be one of {', '.join(DTYPE_BYTES)} (or an alias: "
+                         f"{', '.join(DTYPE_ALIASES)}), got {dtype!r}")
     return name
 
 def dtype_bytes(dtype: str, arg: str = 'dtype') -> int:
@@ -37,7 +40,8 @@ def dtype_bytes(dtype: str, arg: str = 'dtype') -> int:
 # %% ../../nbs/00_kv_budget.ipynb #7462c7e0
 def kv_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int, dtype: str = 'bfloat16') -> int:
     "Bytes of keys and values that one retained token holds: `2 * L * H_kv * d * b`"
-    for k, v in dict(num_layers=num_layers, num_kv_heads=num_kv_heads, head_dim=head_dim).items(): check_positive(k, v)
+    for k, v in dict(num_layers=num_layers, num_kv_heads=num_kv_heads, head_dim=head_dim).items():
+        check_positive(k, v)
     return 2 * num_layers * num_kv_heads * head_dim * dtype_bytes(dtype, 'kv dtype')
 
 # %% ../../nbs/00_kv_budget.ipynb #b3e37524
@@ -59,11 +63,13 @@ class ModelShape:
     name: str = 'custom'
 
     def __post_init__(self):
-        for k in ('num_layers', 'num_q_heads', 'num_kv_heads', 'head_dim'): check_positive(k, getattr(self, k))
+        for k in ('num_layers', 'num_q_heads', 'num_kv_heads', 'head_dim'):
+            check_positive(k, getattr(self, k))
         for k in ('hidden_size', 'intermediate_size', 'vocab_size', 'max_position_embeddings'):
             if getattr(self, k) is not None: check_positive(k, getattr(self, k))
         if self.num_q_heads % self.num_kv_heads:
-            raise ValueError(f"num_kv_heads must divide num_q_heads ({self.num_q_heads}), got {self.num_kv_heads}")
+            raise ValueError(f"num_kv_heads must divide num_q_heads ({self.num_q_heads}), got "
+                             f"{self.num_kv_heads}")
         object.__setattr__(self, 'dtype', canonical_dtype(self.dtype))
         object.__setattr__(self, 'kv_dtype', canonical_dtype(self.kv_dtype or self.dtype, 'kv_dtype'))
         if self.hidden_size is None: object.__setattr__(self, 'hidden_size', self.num_q_heads * self.head_dim)
@@ -71,9 +77,11 @@ class ModelShape:
     @property
     def group_size(self) -> int: return self.num_q_heads // self.num_kv_heads
     @property
-    def attention_kind(self) -> str: return 'MHA' if self.group_size == 1 else 'MQA' if self.num_kv_heads == 1 else 'GQA'
+    def attention_kind(self) -> str:
+        return 'MHA' if self.group_size == 1 else 'MQA' if self.num_kv_heads == 1 else 'GQA'
     @property
-    def kv_bytes_per_token(self) -> int: return kv_bytes_per_token(self.num_layers, self.num_kv_heads, self.head_dim, self.kv_dtype)
+    def kv_bytes_per_token(self) -> int:
+        return kv_bytes_per_token(self.num_layers, self.num_kv_heads, self.head_dim, self.kv_dtype)
 
 # %% ../../nbs/00_kv_budget.ipynb #731b5cb4
 def kv_bytes(shape: ModelShape, lengths, block_size: int = 1) -> int:
@@ -87,7 +95,12 @@ def param_count(shape: ModelShape) -> int:
     "Parameters of a Llama-family decoder with this shape (embeddings and LM head included)"
     missing = [k for k in ('intermediate_size', 'vocab_size') if getattr(shape, k) is None]
     if missing: raise ValueError(f"param_count needs {' and '.join(missing)} in the shape")
-    h, q, kv, I = shape.hidden_size, shape.num_q_heads * shape.head_dim, shape.num_kv_heads * shape.head_dim, shape.intermediate_size
+    h, q, kv, I = (
+        shape.hidden_size,
+        shape.num_q_heads * shape.head_dim,
+        shape.num_kv_heads * shape.head_dim,
+        shape.intermediate_size,
+    )
     attn = h * q + 2 * h * kv + q * h + ((q + 2 * kv) if shape.attention_bias else 0)
     layer = attn + 3 * h * I + 2 * h
     embed = shape.vocab_size * h
@@ -106,19 +119,22 @@ def _read_config(config) -> tuple[dict, str]:
     if path.is_dir(): path = path / 'config.json'
     try: return json.loads(path.read_text()), str(path)
     except FileNotFoundError: raise ValueError(f"config: no such file {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f"config: {path} is not valid JSON ({e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f"config: {path} is not valid "
+                                                                             f"JSON ({e})") from None
 
 def shape_from_hf_config(config, name: str | None = None, dtype: str | None = None) -> ModelShape:
     "A `ModelShape` from a Hugging Face `config.json` (a path, a checkpoint directory, or the parsed dict)"
     cfg, where = _read_config(config)
     if not isinstance(cfg, dict): raise ValueError(f"config: {where} must hold a JSON object")
     missing = [k for k in _REQUIRED_KEYS if k not in cfg]
-    if missing: raise ValueError(f"config: {where} lacks {', '.join(missing)} (required: {', '.join(_REQUIRED_KEYS)})")
+    if missing: raise ValueError(f"config: {where} lacks {', '.join(missing)} (required: "
+                                 f"{', '.join(_REQUIRED_KEYS)})")
     heads, hidden = cfg['num_attention_heads'], cfg['hidden_size']
     head_dim = cfg.get('head_dim')
     if head_dim is None:
         check_positive('num_attention_heads', heads); check_positive('hidden_size', hidden)
-        if hidden % heads: raise ValueError(f"config: hidden_size {hidden} is not a multiple of num_attention_heads {heads}; give head_dim")
+        if hidden % heads: raise ValueError(f"config: hidden_size {hidden} is not a multiple of "
+                                            f"num_attention_heads {heads}; give head_dim")
         head_dim = hidden // heads
     try:
         return ModelShape(num_layers=cfg['num_hidden_layers'], num_q_heads=heads,
@@ -133,28 +149,37 @@ def shape_from_hf_config(config, name: str | None = None, dtype: str | None = No
 
 # %% ../../nbs/00_kv_budget.ipynb #efa51fd5
 PRESET_CONFIGS = {
-    'llama-2-7b':   dict(model_type='llama', num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32, hidden_size=4096,
-                         intermediate_size=11008, vocab_size=32000, tie_word_embeddings=False, max_position_embeddings=4096, torch_dtype='float16'),
-    'llama-3-8b':   dict(model_type='llama', num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, hidden_size=4096,
-                         intermediate_size=14336, vocab_size=128256, tie_word_embeddings=False, max_position_embeddings=8192, torch_dtype='bfloat16'),
-    'llama-3.2-1b': dict(model_type='llama', num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, hidden_size=2048, head_dim=64,
-                         intermediate_size=8192, vocab_size=128256, tie_word_embeddings=True, max_position_embeddings=131072, torch_dtype='bfloat16'),
-    'mistral-7b':   dict(model_type='mistral', num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, hidden_size=4096,
-                         intermediate_size=14336, vocab_size=32000, tie_word_embeddings=False, max_position_embeddings=32768, torch_dtype='bfloat16'),
-    'qwen2.5-0.5b': dict(model_type='qwen2', num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2, hidden_size=896,
-                         intermediate_size=4864, vocab_size=151936, tie_word_embeddings=True, max_position_embeddings=32768, torch_dtype='bfloat16'),
+    'llama-2-7b': dict(model_type='llama', num_hidden_layers=32, num_attention_heads=32,
+                       num_key_value_heads=32, hidden_size=4096, intermediate_size=11008, vocab_size=32000,
+                       tie_word_embeddings=False, max_position_embeddings=4096, torch_dtype='float16'),
+    'llama-3-8b': dict(model_type='llama', num_hidden_layers=32, num_attention_heads=32,
+                       num_key_value_heads=8, hidden_size=4096, intermediate_size=14336, vocab_size=128256,
+                       tie_word_embeddings=False, max_position_embeddings=8192, torch_dtype='bfloat16'),
+    'llama-3.2-1b': dict(model_type='llama', num_hidden_layers=16, num_attention_heads=32,
+                         num_key_value_heads=8, hidden_size=2048, head_dim=64, intermediate_size=8192,
+                         vocab_size=128256, tie_word_embeddings=True, max_position_embeddings=131072,
+                         torch_dtype='bfloat16'),
+    'mistral-7b': dict(model_type='mistral', num_hidden_layers=32, num_attention_heads=32,
+                       num_key_value_heads=8, hidden_size=4096, intermediate_size=14336, vocab_size=32000,
+                       tie_word_embeddings=False, max_position_embeddings=32768, torch_dtype='bfloat16'),
+    'qwen2.5-0.5b': dict(model_type='qwen2', num_hidden_layers=24, num_attention_heads=14,
+                         num_key_value_heads=2, hidden_size=896, intermediate_size=4864, vocab_size=151936,
+                         tie_word_embeddings=True, max_position_embeddings=32768, torch_dtype='bfloat16'),
 }
 
 def preset(name: str) -> ModelShape:
     "The shape of a named model, from its published `config.json` keys"
-    if name not in PRESET_CONFIGS: raise ValueError(f"preset must be one of {', '.join(PRESET_CONFIGS)}, got {name!r}")
+    if name not in PRESET_CONFIGS: raise ValueError(f"preset must be one of {', '.join(PRESET_CONFIGS)}, got "
+                                                    f"{name!r}")
     return shape_from_hf_config(PRESET_CONFIGS[name], name=name)
 
 # %% ../../nbs/00_kv_budget.ipynb #b3f34606
 def prefill_activation_bytes(shape: ModelShape, num_tokens: int, num_seqs: int = 1) -> int:
-    "Peak activation bytes of one forward over `num_tokens` batched tokens of `num_seqs` sequences (formula above)"
+    """Peak activation bytes of one forward over `num_tokens` batched tokens of `num_seqs` sequences (formula
+    above)"""
     check_positive('num_tokens', num_tokens); check_positive('num_seqs', num_seqs)
-    if shape.intermediate_size is None or shape.vocab_size is None: raise ValueError("prefill_activation_bytes needs intermediate_size and vocab_size in the shape")
+    if shape.intermediate_size is None or shape.vocab_size is None:
+        raise ValueError("prefill_activation_bytes needs intermediate_size and vocab_size in the shape")
     h, d, I = shape.hidden_size, shape.head_dim, shape.intermediate_size
     attn = (shape.num_q_heads + 2 * shape.num_kv_heads) * d + shape.num_q_heads * d
     per_token = dtype_bytes(shape.dtype) * (2 * h + max(attn, 3 * I))
@@ -166,20 +191,32 @@ class MemoryBudget:
     "A memory budget as named terms in bytes, each with how it was computed"
     terms: dict[str, int]
     notes: dict[str, str]
-    excludes: tuple[str, ...] = ('communication buffers (tensor parallelism)', 'CUDA graphs', 'the Python process itself',
-                                 'a materialised attention score matrix', 'the sampler\'s temporary tensors')
+    excludes: tuple[str, ...] = ('communication buffers (tensor parallelism)', 'CUDA graphs',
+                                 'the Python process itself', 'a materialised attention score matrix',
+                                 'the sampler\'s temporary tensors')
     @property
     def total(self) -> int: return sum(self.terms.values())
     def rows(self) -> list[dict]:
         return [dict(term=k, bytes=v, share=v / self.total, how=self.notes[k]) for k, v in self.terms.items()]
     def table(self) -> str:
         "A plain-text table of every term, the total, and what the budget leaves out"
-        lines = [f"{'term':<20}{'bytes':>12}{'share':>8}  how"] + [f"{r['term']:<20}{fmt_bytes(r['bytes']):>12}{r['share']:>8.1%}  {r['how']}" for r in self.rows()]
-        return '\n'.join(lines + [f"{'total':<20}{fmt_bytes(self.total):>12}", 'excludes: ' + '; '.join(self.excludes)])
+        lines = [f"{'term':<20}{'bytes':>12}{'share':>8}  how"] + [
+            f"{r['term']:<20}{fmt_bytes(r['bytes']):>12}{r['share']:>8.1%}  {r['how']}" for r in self.rows()
+        ]
+        return '\n'.join(
+            lines + [f"{'total':<20}{fmt_bytes(self.total):>12}", 'excludes: ' + '; '.join(self.excludes)]
+        )
 
 # %% ../../nbs/00_kv_budget.ipynb #7dd23737
-def memory_budget(shape: ModelShape, lengths, block_size: int = 16, max_num_batched_tokens: int = 2048,
-                  max_model_len: int | None = None, workspace_bytes: int = 256 * MiB, headroom_frac: float = 0.10) -> MemoryBudget:
+def memory_budget(
+    shape: ModelShape,
+    lengths,
+    block_size: int = 16,
+    max_num_batched_tokens: int = 2048,
+    max_model_len: int | None = None,
+    workspace_bytes: int = 256 * MiB,
+    headroom_frac: float = 0.10,
+) -> MemoryBudget:
     "Every term of the memory a served `shape` needs for live requests of `lengths` retained tokens"
     lengths = [check_positive('length', n) for n in lengths]
     if not lengths: raise ValueError("lengths must hold at least one request")
@@ -193,10 +230,15 @@ def memory_budget(shape: ModelShape, lengths, block_size: int = 16, max_num_batc
                  block_tables=S * cdiv(max_len, check_positive('block_size', block_size)) * 4)
     rest = sum(terms.values())
     terms['headroom'] = math.ceil(rest / (1 - headroom_frac)) - rest
-    notes = dict(weights=f"{param_count(shape):,} params x {dtype_bytes(shape.dtype)} B ({shape.dtype})",
-                 kv_cache=f"{S} requests, {sum(lengths):,} tokens in pages of {block_size}, {shape.kv_bytes_per_token:,} B/token",
-                 prefill_activations=f"one step of {T:,} tokens", workspace='declared allowance',
-                 block_tables=f"{S} rows x {cdiv(max_len, block_size)} int32 entries", headroom=f"{headroom_frac:.0%} of the total")
+    notes = dict(
+        weights=f"{param_count(shape):,} params x {dtype_bytes(shape.dtype)} B ({shape.dtype})",
+        kv_cache=f"{S} requests, {sum(lengths):,} tokens in pages of {block_size}, "
+        f"{shape.kv_bytes_per_token:,} B/token",
+        prefill_activations=f"one step of {T:,} tokens",
+        workspace='declared allowance',
+        block_tables=f"{S} rows x {cdiv(max_len, block_size)} int32 entries",
+        headroom=f"{headroom_frac:.0%} of the total",
+    )
     return MemoryBudget(terms, notes)
 
 # %% ../../nbs/00_kv_budget.ipynb #e67f868e
@@ -213,23 +255,30 @@ class CapacityEstimate:
     def table(self) -> str:
         lines = [f"{'device memory':<26}{fmt_bytes(self.memory_bytes):>12}"]
         lines += [f"  - {k:<22}{fmt_bytes(v):>12}" for k, v in self.fixed.items()]
-        lines += [f"{'= KV pool':<26}{fmt_bytes(self.kv_pool_bytes):>12}",
-                  f"{'KV per request (mean)':<26}{fmt_bytes(self.kv_per_request):>12}",
-                  f"{'block table per request':<26}{fmt_bytes(self.table_per_request):>12}",
-                  f"{'max concurrent requests':<26}{self.max_requests:>10,}", 'excludes: ' + '; '.join(self.excludes)]
+        lines += [
+            f"{'= KV pool':<26}{fmt_bytes(self.kv_pool_bytes):>12}",
+            f"{'KV per request (mean)':<26}{fmt_bytes(self.kv_per_request):>12}",
+            f"{'block table per request':<26}{fmt_bytes(self.table_per_request):>12}",
+            f"{'max concurrent requests':<26}{self.max_requests:>10,}",
+            'excludes: ' + '; '.join(self.excludes),
+        ]
         return '\n'.join(lines)
 
-def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16, max_num_batched_tokens: int = 2048,
-             max_model_len: int | None = None, workspace_bytes: int = 256 * MiB, headroom_frac: float = 0.10) -> CapacityEstimate:
-    "Concurrent requests whose retained lengths follow the declared sample `lengths` that fit in `memory_bytes`"
+def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16,
+             max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
+             workspace_bytes: int = 256 * MiB, headroom_frac: float = 0.10) -> CapacityEstimate:
+    """Concurrent requests whose retained lengths follow the declared sample `lengths` that fit in
+    `memory_bytes`"""
     lengths = [check_positive('length', n) for n in lengths]
     if not lengths: raise ValueError("lengths must hold at least one value of the declared distribution")
     check_positive('memory_bytes', memory_bytes); check_positive('block_size', block_size)
     max_len = check_positive('max_model_len', max_model_len or max(lengths))
-    fixed = dict(weights=weight_bytes(shape), prefill_activations=prefill_activation_bytes(shape, max_num_batched_tokens),
+    fixed = dict(weights=weight_bytes(shape),
+                 prefill_activations=prefill_activation_bytes(shape, max_num_batched_tokens),
                  workspace=workspace_bytes, headroom=math.ceil(headroom_frac * memory_bytes))
     pool = memory_bytes - sum(fixed.values())
-    if pool <= 0: raise ValueError(f"memory_bytes {memory_bytes:,} does not cover the fixed terms ({sum(fixed.values()):,} bytes): no room for KV")
+    if pool <= 0: raise ValueError(f"memory_bytes {memory_bytes:,} does not cover the fixed terms "
+                                   f"({sum(fixed.values()):,} bytes): no room for KV")
     per_req = kv_bytes(shape, lengths, block_size) / len(lengths)
     table = cdiv(max_len, block_size) * 4
     return CapacityEstimate(memory_bytes, fixed, pool, per_req, table, int(pool // (per_req + table)))

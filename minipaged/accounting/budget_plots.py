@@ -13,8 +13,19 @@ from ..utils import fmt_bytes, GiB
 # %% ../../nbs/00_kv_budget.ipynb #3333e78c
 def kv_context_rows(shape: ModelShape, contexts, kv_heads=(32, 8, 1)) -> list[dict]:
     "KV GiB of one request at each retained context, for variants of `shape` with each number of KV heads"
-    return [dict(context=n, **{f"{replace(shape, num_kv_heads=h).attention_kind}_{h}kv_gib":
-                               kv_bytes(replace(shape, num_kv_heads=h), [n]) / GiB for h in kv_heads}) for n in contexts]
+    return [
+        dict(
+            context=n,
+            **{
+                f"{replace(shape, num_kv_heads=h).attention_kind}_{h}kv_gib": kv_bytes(
+                    replace(shape, num_kv_heads=h), [n]
+                )
+                / GiB
+                for h in kv_heads
+            },
+        )
+        for n in contexts
+    ]
 
 def plot_kv_context(shape: ModelShape, contexts=range(256, 32769, 256), kv_heads=(32, 8, 1)):
     "Figure 1: KV GiB against retained context for MHA/GQA/MQA variants of `shape`; returns (fig, rows)"
@@ -23,35 +34,44 @@ def plot_kv_context(shape: ModelShape, contexts=range(256, 32769, 256), kv_heads
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for col in list(rows[0])[1:]:
         kind, h = col.split('_')[:2]
-        ax.plot([r['context'] for r in rows], [r[col] for r in rows], label=f"{kind}, {h[:-2]} KV head{'s' * (h != '1kv')}")
+        ax.plot([r['context'] for r in rows], [r[col] for r in rows],
+                label=f"{kind}, {h[:-2]} KV head{'s' * (h != '1kv')}")
     ax.set(xlabel='retained tokens of one request', ylabel='KV cache (GiB)',
            title=f'KV state, {shape.num_layers} layers, head dim {shape.head_dim}, {shape.kv_dtype}')
     ax.legend(); ax.grid(alpha=.3)
     return fig, rows
 
 # %% ../../nbs/00_kv_budget.ipynb #73a31f7e
-def kv_calculator(layers: int = 32, kv_heads: int = 8, head_dim: int = 128, dtype: str = 'bfloat16', context: int = 4096, batch: int = 8):
+def kv_calculator(layers: int = 32, kv_heads: int = 8, head_dim: int = 128, dtype: str = 'bfloat16',
+                  context: int = 4096, batch: int = 8):
     "An ipywidgets calculator of KV bytes per token, per request and per batch, with a plot against context"
     import ipywidgets as W, matplotlib.pyplot as plt
     from IPython.display import display
     ctl = dict(layers=W.IntSlider(value=layers, min=1, max=128, description='layers'),
                kv_heads=W.IntSlider(value=kv_heads, min=1, max=128, description='KV heads'),
-               head_dim=W.Dropdown(options=[64, 80, 96, 128, 192, 256], value=head_dim, description='head dim'),
-               dtype=W.Dropdown(options=list(DTYPE_BYTES), value=canonical_dtype(dtype), description='KV dtype'),
+               head_dim=W.Dropdown(options=[64, 80, 96, 128, 192, 256], value=head_dim,
+                                   description='head dim'),
+               dtype=W.Dropdown(options=list(DTYPE_BYTES), value=canonical_dtype(dtype),
+                                description='KV dtype'),
                context=W.IntSlider(value=context, min=1, max=131072, step=1, description='context'),
                batch=W.IntSlider(value=batch, min=1, max=512, description='batch'))
     readout, plot = W.HTML(), W.Output()
     def update(_=None):
         v = {k: c.value for k, c in ctl.items()}
         per_tok = kv_bytes_per_token(v['layers'], v['kv_heads'], v['head_dim'], v['dtype'])
-        readout.value = (f"<b>{per_tok:,} B</b> per token ({fmt_bytes(per_tok)}) &middot; <b>{fmt_bytes(per_tok * v['context'])}</b> "
-                         f"per {v['context']:,}-token request &middot; <b>{fmt_bytes(per_tok * v['context'] * v['batch'])}</b> for {v['batch']} requests")
+        readout.value = (
+            f"<b>{per_tok:,} B</b> per token ({fmt_bytes(per_tok)}) &middot; "
+            f"<b>{fmt_bytes(per_tok * v['context'])}</b> "
+            f"per {v['context']:,}-token request &middot; "
+            f"<b>{fmt_bytes(per_tok * v['context'] * v['batch'])}</b> for {v['batch']} requests"
+        )
         with plot:
             plot.clear_output(wait=True)
             fig, ax = plt.subplots(figsize=(5, 2.6))
             xs = range(0, v['context'] + 1, max(1, v['context'] // 64))
             ax.plot(list(xs), [per_tok * x * v['batch'] / GiB for x in xs])
-            ax.set(xlabel='retained tokens per request', ylabel=f"KV GiB, batch {v['batch']}"); ax.grid(alpha=.3)
+            ax.set(xlabel='retained tokens per request', ylabel=f"KV GiB, batch {v['batch']}")
+            ax.grid(alpha=0.3)
             display(fig); plt.close(fig)
     for c in ctl.values(): c.observe(update, 'value')
     update()

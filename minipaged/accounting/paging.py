@@ -31,16 +31,20 @@ def tail_waste(n: int, block_size: int) -> int:
 def reserved_slots(n: int, reserve: int) -> int:
     "Slots a fixed reservation of `reserve` slots gives a request of `n` tokens (it cannot hold more)"
     check_positive('reserve', reserve)
-    if check_positive('length', n) > reserve: raise ValueError(f"length {n} exceeds the fixed reservation of {reserve} slots")
+    if check_positive('length', n) > reserve: raise ValueError(f"length {n} exceeds the fixed reservation of "
+                                                               f"{reserve} slots")
     return reserve
 
 # %% ../../nbs/01_paging.ipynb #056a6f10
 def utilization(lengths, block_size: int | None = None, reserve: int | None = None) -> Fraction:
     "Exact useful/allocated slot ratio of `lengths`, paged with `block_size` or reserved `reserve` slots each"
-    if (block_size is None) == (reserve is None): raise ValueError("give exactly one of block_size or reserve")
+    if (block_size is None) == (reserve is None):
+        raise ValueError("give exactly one of block_size or reserve")
     lengths = list(lengths)
     if not lengths: raise ValueError("lengths must hold at least one request")
-    slots = [allocated_slots(n, block_size) if reserve is None else reserved_slots(n, reserve) for n in lengths]
+    slots = [
+        allocated_slots(n, block_size) if reserve is None else reserved_slots(n, reserve) for n in lengths
+    ]
     return Fraction(sum(lengths), sum(slots))
 
 # %% ../../nbs/01_paging.ipynb #cdb388fd
@@ -52,7 +56,8 @@ def block_table_bytes(n: int, block_size: int, entry_bytes: int = BLOCK_TABLE_EN
 
 # %% ../../nbs/01_paging.ipynb #952daf07
 def compare_allocation(lengths, page_sizes=(16, 32), reserve: int | None = None) -> list[dict]:
-    "One row per scheme (a fixed reservation, then each page size): slots, waste, utilization, block-table cost"
+    """One row per scheme (a fixed reservation, then each page size): slots, waste, utilization, block-table
+    cost"""
     lengths = [check_positive('length', n) for n in lengths]
     if not lengths: raise ValueError("lengths must hold at least one request")
     useful, rows = sum(lengths), []
@@ -63,8 +68,17 @@ def compare_allocation(lengths, page_sizes=(16, 32), reserve: int | None = None)
     for B in page_sizes:
         slots = sum(allocated_slots(n, B) for n in lengths)
         pages = sum(num_pages(n, B) for n in lengths)
-        rows.append(dict(scheme=f'pages of {B}', allocated=slots, useful=useful, wasted=slots - useful,
-                         utilization=useful / slots, table_entries=pages, table_bytes=pages * BLOCK_TABLE_ENTRY_BYTES))
+        rows.append(
+            dict(
+                scheme=f'pages of {B}',
+                allocated=slots,
+                useful=useful,
+                wasted=slots - useful,
+                utilization=useful / slots,
+                table_entries=pages,
+                table_bytes=pages * BLOCK_TABLE_ENTRY_BYTES,
+            )
+        )
     return rows
 
 # %% ../../nbs/01_paging.ipynb #50633881

@@ -14,18 +14,28 @@ from .paging import (BLOCK_TABLE_ENTRY_BYTES, compare_allocation,
 
 # %% ../../nbs/01_paging.ipynb #0f4b6b77
 def tail_waste_rows(max_len: int = 512, page_sizes=None) -> list[dict]:
-    "Figure 2's data: exact expected tail waste and block-table cost per page size, lengths uniform on 1..`max_len`"
+    """Figure 2's data: exact expected tail waste and block-table cost per page size, lengths uniform on
+    1..`max_len`"""
     page_sizes = page_sizes or [B for B in range(1, max_len + 1) if max_len % B == 0]
     mean_len = Fraction(max_len + 1, 2)
     rows = []
     for B in page_sizes:
         waste = expected_tail_waste(B, max_len)
-        pages = (mean_len + waste) / B                           # E[ceil(n/B)]: allocated slots over B
-        rows.append(dict(page_size=B, mean_tail_waste=float(waste), waste_fraction=float(waste / (mean_len + waste)),
-                         reservation_waste=float(expected_reservation_waste(max_len)), mean_table_entries=float(pages),
-                         table_entries_per_token=float(pages / mean_len), mean_table_bytes=float(pages * BLOCK_TABLE_ENTRY_BYTES)))
+        pages = (mean_len + waste) / B  # E[ceil(n/B)]: allocated slots over B
+        rows.append(
+            dict(
+                page_size=B,
+                mean_tail_waste=float(waste),
+                waste_fraction=float(waste / (mean_len + waste)),
+                reservation_waste=float(expected_reservation_waste(max_len)),
+                mean_table_entries=float(pages),
+                table_entries_per_token=float(pages / mean_len),
+                mean_table_bytes=float(pages * BLOCK_TABLE_ENTRY_BYTES),
+            )
+        )
     return rows
 
+# %% ../../nbs/01_paging.ipynb #1fcf8501
 def plot_tail_waste(max_len: int = 512, page_sizes=None):
     "Figure 2: mean tail waste and block-table entries against page size; returns (fig, rows)"
     import matplotlib.pyplot as plt
@@ -33,12 +43,15 @@ def plot_tail_waste(max_len: int = 512, page_sizes=None):
     B = [r['page_size'] for r in rows]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
     a.plot(B, [r['mean_tail_waste'] for r in rows], 'o-', label='pages: (B-1)/2')
-    a.axhline(rows[0]['reservation_waste'], color='C3', ls='--', label=f"fixed {max_len}-slot reservation: {rows[0]['reservation_waste']}")
-    a.set(xscale='log', xlabel='page size B (slots)', ylabel='mean wasted slots per request', title=f'Tail waste, lengths uniform on 1..{max_len}')
+    a.axhline(rows[0]['reservation_waste'], color='C3', ls='--',
+              label=f"fixed {max_len}-slot reservation: {rows[0]['reservation_waste']}")
+    a.set(xscale='log', xlabel='page size B (slots)', ylabel='mean wasted slots per request',
+          title=f'Tail waste, lengths uniform on 1..{max_len}')
     a.set_xticks(B, [str(x) for x in B]); a.legend(); a.grid(alpha=.3)
     b.plot(B, [r['mean_tail_waste'] for r in rows], 'o-', label='mean tail waste (slots)')
     b.plot(B, [r['mean_table_entries'] for r in rows], 's-', color='C2', label='mean block-table entries')
-    b.set(xscale='log', yscale='log', xlabel='page size B (slots)', ylabel='per request', title='Smaller pages: less waste, longer tables')
+    b.set(xscale='log', yscale='log', xlabel='page size B (slots)', ylabel='per request',
+          title='Smaller pages: less waste, longer tables')
     b.set_xticks(B, [str(x) for x in B]); b.legend(); b.grid(alpha=.3)
     fig.tight_layout()
     return fig, rows
@@ -47,17 +60,24 @@ def plot_tail_waste(max_len: int = 512, page_sizes=None):
 def paging_explorer(lengths=(37, 91, 128, 201, 511), block_size: int = 16, reserve: int = 512):
     "An ipywidgets explorer: slots, waste and utilization of `lengths` for a chosen page size"
     import ipywidgets as W
-    size = W.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=block_size, description='page size')
+    size = W.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=block_size,
+                             description='page size')
     text = W.Text(value=' '.join(map(str, lengths)), description='lengths')
     out = W.HTML()
     def update(_=None):
         try:
             lens = [int(x) for x in text.value.replace(',', ' ').split()]
             rows = compare_allocation(lens, [size.value], reserve=reserve if max(lens) <= reserve else None)
-            bars = ''.join(f"<div><code>{n:>4}</code> {'█' * (num_pages(n, size.value) - 1)}{'▒' if tail_waste(n, size.value) else '█'}"
-                           f" {num_pages(n, size.value)} pages, tail {tail_waste(n, size.value)}</div>" for n in lens[:12] if size.value >= 8)
+            bars = ''.join(
+                f"<div><code>{n:>4}</code> "
+                f"{'█' * (num_pages(n, size.value) - 1)}{'▒' if tail_waste(n, size.value) else '█'}"
+                f" {num_pages(n, size.value)} pages, tail {tail_waste(n, size.value)}</div>"
+                for n in lens[:12]
+                if size.value >= 8
+            )
             out.value = f"<pre>{format_rows(rows)}</pre>{bars}"
         except ValueError as e: out.value = f"<b>bad input:</b> {e}"
     size.observe(update, 'value'); text.observe(update, 'value'); update()
-    box = W.VBox([W.HBox([size, text]), out]); box.controls, box.readout = dict(block_size=size, lengths=text), out
+    box = W.VBox([W.HBox([size, text]), out])
+    box.controls, box.readout = dict(block_size=size, lengths=text), out
     return box

@@ -15,51 +15,96 @@ from .softmax import (ACCUM_DTYPES, attention_test_inputs, check_attention_args,
                                          online_attention, round_to_dtype, smallest_subnormal, unit_roundoff)
 
 # %% ../../nbs/02_online_softmax.ipynb #810b8247
-EXP_ULPS = 3   # the error this bound allows NumPy's exp, in ulps; the chapter measures it (float32 and float64)
+# the error this bound allows NumPy's exp, in ulps; the chapter measures it (float32 and float64)
+EXP_ULPS = 3
 
 def _gamma(n: int, w: float) -> float: return n * w / (1 - n * w)
 
+# %% ../../nbs/02_online_softmax.ipynb #6badb509
 def attention_error_bound(q, k, v, block_size: int, scale=None, dtype=None, accum_dtype='float64') -> float:
-    "Worst-case max |online_attention(q, k, v, block_size, scale, dtype=dtype, accum_dtype=accum_dtype) - dense_attention(q, k, v, scale)|"
+    """Worst-case max |online_attention(q, k, v, block_size, scale, dtype=dtype, accum_dtype=accum_dtype) -
+    dense_attention(q, k, v, scale)|"""
     q, k, v, scale, _ = check_attention_args(q, k, v, scale)
     acc = dtype_name(accum_dtype, 'accum_dtype', ACCUM_DTYPES)
     u, eta = (0.0, 0.0) if dtype is None else (unit_roundoff(dtype), smallest_subnormal(dtype) / 2)
     seen = [round_to_dtype(x, dtype) if dtype is not None else x.astype(np.float64) for x in (q, k, v)]
-    if any(not np.array_equal(x.astype(acc), x) for x in seen):     # the cast to the accumulation dtype rounds too
+    # the cast to the accumulation dtype rounds too
+    if any(not np.array_equal(x.astype(acc), x) for x in seen):
         u, eta = max(u, unit_roundoff(acc)), max(eta, smallest_subnormal(acc) / 2)
-    qa, ka, va = (np.maximum(np.abs(x.astype(np.float64)), np.abs(y.astype(np.float64))) for x, y in zip((q, k, v), seen))
-    A, V, n_k, d = scale * (qa @ np.swapaxes(ka, -1, -2)).max(initial=0), va.max(initial=0), k.shape[-2], q.shape[-1]
+    qa, ka, va = (
+        np.maximum(np.abs(x.astype(np.float64)), np.abs(y.astype(np.float64)))
+        for x, y in zip((q, k, v), seen)
+    )
+    A, V, n_k, d = (
+        scale * (qa @ np.swapaxes(ka, -1, -2)).max(initial=0),
+        va.max(initial=0),
+        k.shape[-2],
+        q.shape[-1],
+    )
     row_l1 = scale * (qa.sum(-1).max(initial=0) + ka.sum(-1).max(initial=0))
     def bound(u, eta, w, tiny, n_blocks):
         per_key = (2 * EXP_ULPS + 1) * n_blocks + 2 * EXP_ULPS
-        delta = (2 * u + u * u) * A + eta * (1 + u) * row_l1 + scale * d * eta ** 2 + _gamma(d + 6, w) * A + per_key * w
-        return (min(2.0, math.expm1(2 * delta)) + u + 2 * _gamma(n_k + n_blocks, w) + w + 2 * n_k * per_key * tiny) * V + eta
+        delta = (
+            (2 * u + u * u) * A
+            + eta * (1 + u) * row_l1
+            + scale * d * eta**2
+            + _gamma(d + 6, w) * A
+            + per_key * w
+        )
+        return (
+            min(2.0, math.expm1(2 * delta)) + u + 2 * _gamma(n_k + n_blocks, w) + w + 2 * n_k * per_key * tiny
+        ) * V + eta
     n_blocks = cdiv(n_k, check_positive('block_size', block_size))
-    return bound(u, eta, unit_roundoff(acc), smallest_subnormal(acc), n_blocks) + bound(0.0, 0.0, 2.0 ** -53, 2.0 ** -1074, 1)
+    return bound(u, eta, unit_roundoff(acc), smallest_subnormal(acc), n_blocks) + bound(
+        0.0, 0.0, 2.0**-53, 2.0**-1074, 1
+    )
 
 # %% ../../nbs/02_online_softmax.ipynb #f2b47dd1
-CONTRACT_CONFIGS = (('float64', 'float64'), ('float64', 'float32'), ('float32', 'float32'), ('float16', 'float32'), ('bfloat16', 'float32'))
+CONTRACT_CONFIGS = (('float64', 'float64'), ('float64', 'float32'), ('float32', 'float32'),
+                    ('float16', 'float32'), ('bfloat16', 'float32'))
 
 def contract_case(q, k, v, mask, block_size: int, dtype, accum_dtype) -> dict:
-    "Relative errors of one online run against the float64 reference on exact and on rounded inputs, and the share of the bound used"
+    """Relative errors of one online run against the float64 reference on exact and on rounded inputs, and the
+    share of the bound used"""
     out = online_attention(q, k, v, block_size, mask=mask, dtype=dtype, accum_dtype=accum_dtype)
     rounded = [round_to_dtype(x, dtype) for x in (q, k, v)]
     ref, ref_rounded = dense_attention(q, k, v, mask=mask), dense_attention(*rounded, mask=mask)
-    used = max(np.abs(out - ref).max() / attention_error_bound(q, k, v, block_size, dtype=dtype, accum_dtype=accum_dtype),
-               np.abs(out - ref_rounded).max() / attention_error_bound(*rounded, block_size, accum_dtype=accum_dtype))
-    return dict(rel_err_vs_exact_inputs=max_rel_error(out, ref), rel_err_vs_rounded_inputs=max_rel_error(out, ref_rounded), bound_used=float(used))
+    used = max(
+        np.abs(out - ref).max()
+        / attention_error_bound(q, k, v, block_size, dtype=dtype, accum_dtype=accum_dtype),
+        np.abs(out - ref_rounded).max()
+        / attention_error_bound(*rounded, block_size, accum_dtype=accum_dtype),
+    )
+    return dict(rel_err_vs_exact_inputs=max_rel_error(out, ref),
+                rel_err_vs_rounded_inputs=max_rel_error(out, ref_rounded), bound_used=float(used))
 
-def contract_rows(families=INPUT_FAMILIES, configs=CONTRACT_CONFIGS, seeds=(0, 1, 2), block_sizes=(1, 7, 16, 128)) -> list[dict]:
-    "The numerical contract: per (input dtype, accumulation dtype, family), the largest of each measure over seeds and block sizes"
+def contract_rows(families=INPUT_FAMILIES, configs=CONTRACT_CONFIGS, seeds=(0, 1, 2),
+                  block_sizes=(1, 7, 16, 128)) -> list[dict]:
+    """The numerical contract: per (input dtype, accumulation dtype, family), the largest of each measure over
+    seeds and block sizes"""
     rows = []
     for dtype, acc in configs:
         for fam in families:
-            cases = [contract_case(*attention_test_inputs(fam, s), b, dtype, acc) for s in seeds for b in block_sizes]
-            rows.append(dict(input_dtype=dtype, accum_dtype=acc, family=fam, cases=len(cases), **{key: max(c[key] for c in cases) for key in cases[0]}))
+            cases = [
+                contract_case(*attention_test_inputs(fam, s), b, dtype, acc)
+                for s in seeds
+                for b in block_sizes
+            ]
+            rows.append(
+                dict(
+                    input_dtype=dtype,
+                    accum_dtype=acc,
+                    family=fam,
+                    cases=len(cases),
+                    **{key: max(c[key] for c in cases) for key in cases[0]},
+                )
+            )
     return rows
 
+# %% ../../nbs/02_online_softmax.ipynb #00ec6505
 def format_contract(rows: list[dict], key: str) -> str:
     "One measure of `contract_rows` as a table: a row per dtype pair, a column per family"
     table = {}
-    for r in rows: table.setdefault(f"{r['input_dtype']} in, {r['accum_dtype']} acc", {})[r['family']] = f"{r[key]:.1e}"
+    for r in rows:
+        table.setdefault(f"{r['input_dtype']} in, {r['accum_dtype']} acc", {})[r['family']] = f"{r[key]:.1e}"
     return format_rows([dict(dtypes=name, **cols) for name, cols in table.items()])

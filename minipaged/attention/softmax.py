@@ -19,35 +19,44 @@ __all__ = ['INPUT_FAMILIES', 'INPUT_DTYPES', 'ACCUM_DTYPES', 'check_attention_ar
 
 # %% ../../nbs/02_online_softmax.ipynb #e06bd43c
 def check_attention_args(q, k, v, scale=None, mask=None):
-    "Validate `q [..., n_q, d]`, `k [..., n_k, d]`, `v [..., n_k, d_v]`, `scale > 0`, bool `mask` broadcastable to `[..., n_q, n_k]`"
+    """Validate `q [..., n_q, d]`, `k [..., n_k, d]`, `v [..., n_k, d_v]`, `scale > 0`, bool `mask`
+    broadcastable to `[..., n_q, n_k]`"""
     q, k, v = (np.asarray(x) for x in (q, k, v))
     for name, x in dict(q=q, k=k, v=v).items():
-        if x.ndim < 2: raise ValueError(f"{name} must have shape [..., rows, dim] (at least 2 dimensions), got shape {x.shape}")
+        if x.ndim < 2: raise ValueError(f"{name} must have shape [..., rows, dim] (at least 2 dimensions), "
+                                        f"got shape {x.shape}")
         if x.dtype.kind not in 'fiu': raise ValueError(f"{name} must hold real numbers, got dtype {x.dtype}")
     (n_q, d), n_k = q.shape[-2:], k.shape[-2]
     if d < 1: raise ValueError(f"q must have a head dimension d >= 1, got shape {q.shape}")
-    if k.shape[-1] != d: raise ValueError(f"k must have the head dimension of q (d = {d}), got shape {k.shape}")
-    if v.shape[-2] != n_k: raise ValueError(f"v must have one row per key of k (n_k = {n_k}), got shape {v.shape}")
+    if k.shape[-1] != d: raise ValueError(f"k must have the head dimension of q (d = {d}), got shape "
+                                          f"{k.shape}")
+    if v.shape[-2] != n_k: raise ValueError(f"v must have one row per key of k (n_k = {n_k}), got shape "
+                                            f"{v.shape}")
     try: batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError: raise ValueError(f"the leading (batch, head) dimensions of q, k and v must broadcast, got {q.shape}, {k.shape}, {v.shape}") from None
+    except ValueError: raise ValueError("the leading (batch, head) dimensions of q, k and v must broadcast, "
+                                        f"got {q.shape}, {k.shape}, {v.shape}") from None
     scale = 1 / math.sqrt(d) if scale is None else scale
     if not (isinstance(scale, (int, float, np.integer, np.floating)) and math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
     if mask is not None:
         mask, target = np.asarray(mask), batch + (n_q, n_k)
-        if mask.dtype != bool: raise ValueError(f"mask must be a boolean array (True = attend), got dtype {mask.dtype}")
+        if mask.dtype != bool: raise ValueError("mask must be a boolean array (True = attend), got dtype "
+                                                f"{mask.dtype}")
         try: fits = np.broadcast_shapes(mask.shape, target) == target
         except ValueError: fits = False
-        if not fits: raise ValueError(f"mask must broadcast to the score shape {target}, got shape {mask.shape}")
+        if not fits: raise ValueError(f"mask must broadcast to the score shape {target}, got shape "
+                                      f"{mask.shape}")
     return q, k, v, float(scale), mask
 
 # %% ../../nbs/02_online_softmax.ipynb #79ce7483
 def _shift(m):
-    "The row maximum to subtract: `m` where finite, 0 where no key is live (`m = -inf`), so exp never sees -inf - -inf"
+    """The row maximum to subtract: `m` where finite, 0 where no key is live (`m = -inf`), so exp never sees
+    -inf - -inf"""
     return np.where(np.isneginf(m), 0, m)
 
 def dense_attention(q, k, v, scale=None, mask=None) -> np.ndarray:
-    "softmax(scale * q k^T, masked keys at -inf) @ v in float64; a row with no live key is 0. The reference for every kernel"
+    """softmax(scale * q k^T, masked keys at -inf) @ v in float64; a row with no live key is 0. The reference
+    for every kernel"""
     q, k, v, scale, mask = check_attention_args(q, k, v, scale, mask)
     s = (q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2)) * scale
     if mask is not None: s = np.where(mask, s, -np.inf)
@@ -58,15 +67,23 @@ def dense_attention(q, k, v, scale=None, mask=None) -> np.ndarray:
 # %% ../../nbs/02_online_softmax.ipynb #5873e086
 INPUT_FAMILIES = ('random', 'spread_1e4', 'near_1e4', 'dominant', 'equal', 'masked')
 
-def attention_test_inputs(family: str = 'random', seed: int = 0, heads: int = 2, n_q: int = 16, n_k: int = 100, d: int = 64, d_v: int = 32):
-    "Declared, seeded float64 inputs `(q, k, v, mask)` of one family (table above); `mask` is None or bool `[n_q, n_k]`"
-    if family not in INPUT_FAMILIES: raise ValueError(f"family must be one of {', '.join(INPUT_FAMILIES)}, got {family!r}")
+def attention_test_inputs(family: str = 'random', seed: int = 0, heads: int = 2, n_q: int = 16,
+                          n_k: int = 100, d: int = 64, d_v: int = 32):
+    """Declared, seeded float64 inputs `(q, k, v, mask)` of one family (table above); `mask` is None or bool
+    `[n_q, n_k]`"""
+    if family not in INPUT_FAMILIES: raise ValueError(f"family must be one of {', '.join(INPUT_FAMILIES)}, "
+                                                      f"got {family!r}")
     for name, n in dict(heads=heads, n_q=n_q, n_k=n_k, d=d, d_v=d_v).items(): check_positive(name, n)
     rng = np.random.default_rng(seed)
-    q, k, v = rng.standard_normal((heads, n_q, d)), rng.standard_normal((heads, n_k, d)), rng.standard_normal((heads, n_k, d_v))
+    q, k, v = (
+        rng.standard_normal((heads, n_q, d)),
+        rng.standard_normal((heads, n_k, d)),
+        rng.standard_normal((heads, n_k, d_v)),
+    )
     mask, scale = None, 1 / math.sqrt(d)
     if family == 'spread_1e4': q *= 1e4 / np.abs(scale * q @ k.swapaxes(-1, -2)).max()
-    elif family == 'near_1e4': q[..., -1] = k[..., -1] = math.sqrt(1e4 / scale)   # scale * c * c = 1e4 on every score
+    # scale * c * c = 1e4 on every score
+    elif family == 'near_1e4': q[..., -1] = k[..., -1] = math.sqrt(1e4 / scale)
     elif family == 'dominant':
         u = rng.standard_normal(d)
         q, k[:, n_k // 3] = u + 0.25 * q, 3 * u
@@ -82,33 +99,44 @@ INPUT_DTYPES = ('float64', 'float32', 'float16', 'bfloat16')
 ACCUM_DTYPES = ('float64', 'float32')
 
 def dtype_name(dtype, arg: str = 'dtype', allowed=INPUT_DTYPES) -> str:
-    "Canonical name of `dtype` (a name, an alias such as 'bf16', or a NumPy dtype); a `ValueError` names `arg` unless it is `allowed`"
-    name = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else DTYPE_ALIASES.get(str(dtype).lower(), str(dtype).lower())
+    """Canonical name of `dtype` (a name, an alias such as 'bf16', or a NumPy dtype); a `ValueError` names
+    `arg` unless it is `allowed`"""
+    name = (
+        np.dtype(dtype).name
+        if isinstance(dtype, (type, np.dtype))
+        else DTYPE_ALIASES.get(str(dtype).lower(), str(dtype).lower())
+    )
     if name not in allowed: raise ValueError(f"{arg} must be one of {', '.join(allowed)}, got {dtype!r}")
     return name
 
 # %% ../../nbs/02_online_softmax.ipynb #d94e7d85
 class SoftmaxState(NamedTuple):
-    "Partial attention over some keys, per query row: max score `m` `[..., n_q]`, `l` = sum exp(s - m) `[..., n_q]`, `acc` = sum exp(s - m) v `[..., n_q, d_v]`"
+    """Partial attention over some keys, per query row: max score `m` `[..., n_q]`, `l` = sum exp(s - m)
+    `[..., n_q]`, `acc` = sum exp(s - m) v `[..., n_q, d_v]`"""
     m: np.ndarray
     l: np.ndarray
     acc: np.ndarray
 
 def init_state(rows, d_v: int, accum_dtype='float64') -> SoftmaxState:
-    "The state before any key: `m = -inf`, `l = 0`, `acc = 0`, for `rows` query rows (an int or a shape) in `accum_dtype`"
+    """The state before any key: `m = -inf`, `l = 0`, `acc = 0`, for `rows` query rows (an int or a shape) in
+    `accum_dtype`"""
     rows = (rows,) if isinstance(rows, (int, np.integer)) else tuple(rows)
     dt = np.dtype(dtype_name(accum_dtype, 'accum_dtype', ACCUM_DTYPES))
-    return SoftmaxState(np.full(rows, -np.inf, dt), np.zeros(rows, dt), np.zeros(rows + (check_positive('d_v', d_v),), dt))
+    return SoftmaxState(np.full(rows, -np.inf, dt), np.zeros(rows, dt),
+                        np.zeros(rows + (check_positive('d_v', d_v),), dt))
 
 # %% ../../nbs/02_online_softmax.ipynb #187dbf14
 def update_state(state: SoftmaxState, scores, v_block) -> SoftmaxState:
-    "Fold a block of scores `[..., n_q, b]` (masked keys at -inf) and its values `[..., b, d_v]` into `state`, in the state's dtype"
+    """Fold a block of scores `[..., n_q, b]` (masked keys at -inf) and its values `[..., b, d_v]` into
+    `state`, in the state's dtype"""
     dt = state.acc.dtype
     s, vb = np.asarray(scores, dt), np.asarray(v_block, dt)
-    if s.shape[-1] != vb.shape[-2]: raise ValueError(f"v_block must have one row per score column ({s.shape[-1]}), got shape {vb.shape}")
+    if s.shape[-1] != vb.shape[-2]: raise ValueError("v_block must have one row per score column "
+                                                     f"({s.shape[-1]}), got shape {vb.shape}")
     m_new = np.maximum(state.m, s.max(axis=-1, initial=-np.inf))
     shift = _shift(m_new)
-    alpha = np.exp(state.m - shift)                # e^(m - m'): 1 if the maximum did not move, 0 while no key was live
+    # e^(m - m'): 1 if the maximum did not move, 0 while no key was live
+    alpha = np.exp(state.m - shift)
     p = np.exp(s - shift[..., None])
     return SoftmaxState(m_new, alpha * state.l + p.sum(axis=-1), alpha[..., None] * state.acc + p @ vb)
 
@@ -118,14 +146,18 @@ def finalize(state: SoftmaxState) -> np.ndarray:
     return np.divide(state.acc, l, out=np.zeros_like(state.acc), where=l > 0)
 
 # %% ../../nbs/02_online_softmax.ipynb #4280df6b
-def online_state(q, k, v, block_size: int, scale=None, mask=None, dtype=None, accum_dtype='float64') -> SoftmaxState:
-    "The state of attention over all keys, visited `block_size` at a time; inputs rounded to `dtype` (None: as given), arithmetic in `accum_dtype`"
+def online_state(
+    q, k, v, block_size: int, scale=None, mask=None, dtype=None, accum_dtype='float64'
+) -> SoftmaxState:
+    """The state of attention over all keys, visited `block_size` at a time; inputs rounded to `dtype` (None:
+    as given), arithmetic in `accum_dtype`"""
     q, k, v, scale, mask = check_attention_args(q, k, v, scale, mask)
     check_positive('block_size', block_size)
     acc = np.dtype(dtype_name(accum_dtype, 'accum_dtype', ACCUM_DTYPES))
     if dtype is not None: q, k, v = (round_to_dtype(x, dtype) for x in (q, k, v))
     q, kT, v = q.astype(acc), np.swapaxes(k, -1, -2).astype(acc), v.astype(acc)
-    batch = np.broadcast_shapes(q.shape[:-2], kT.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2])
+    batch = np.broadcast_shapes(q.shape[:-2], kT.shape[:-2], v.shape[:-2],
+                                () if mask is None else mask.shape[:-2])
     state = init_state(batch + q.shape[-2:-1], v.shape[-1], acc)
     for start in range(0, kT.shape[-1], block_size):
         blk = slice(start, start + block_size)
@@ -134,7 +166,9 @@ def online_state(q, k, v, block_size: int, scale=None, mask=None, dtype=None, ac
         state = update_state(state, s, v[..., blk, :])
     return state
 
-def online_attention(q, k, v, block_size: int, scale=None, mask=None, dtype=None, accum_dtype='float64') -> np.ndarray:
+def online_attention(
+    q, k, v, block_size: int, scale=None, mask=None, dtype=None, accum_dtype='float64'
+) -> np.ndarray:
     "Attention by the online recurrence over key blocks of `block_size`; the output is in `accum_dtype`"
     return finalize(online_state(q, k, v, block_size, scale, mask, dtype, accum_dtype))
 
@@ -147,7 +181,8 @@ def max_rel_error(out, ref) -> float:
 # %% ../../nbs/02_online_softmax.ipynb #61a9bc7b
 def merge_states(a: SoftmaxState, b: SoftmaxState) -> SoftmaxState:
     "The state of the union of two disjoint key sets from their states `a` and `b` (split-K, chunked prefill)"
-    if a.acc.shape != b.acc.shape: raise ValueError(f"merge_states needs states of one shape, got {a.acc.shape} and {b.acc.shape}")
+    if a.acc.shape != b.acc.shape: raise ValueError("merge_states needs states of one shape, got "
+                                                    f"{a.acc.shape} and {b.acc.shape}")
     m = np.maximum(a.m, b.m)
     shift = _shift(m)
     wa, wb = np.exp(a.m - shift), np.exp(b.m - shift)
@@ -160,7 +195,8 @@ def state_lse(state: SoftmaxState) -> np.ndarray:
     return np.where(live, state.m + np.log(np.where(live, state.l, 1)), -np.inf)
 
 # %% ../../nbs/02_online_softmax.ipynb #daabc8a9
-_FORMATS = {'float64': (53, -1074), 'float32': (24, -149), 'float16': (11, -24), 'bfloat16': (8, -133)}   # significand bits, log2 of the smallest subnormal
+# significand bits, log2 of the smallest subnormal
+_FORMATS = {'float64': (53, -1074), 'float32': (24, -149), 'float16': (11, -24), 'bfloat16': (8, -133)}
 
 def unit_roundoff(dtype) -> float:
     "Largest relative error of rounding a normal number to `dtype`: 2^-p for p significand bits"
@@ -172,7 +208,8 @@ def smallest_subnormal(dtype) -> float:
 
 # %% ../../nbs/02_online_softmax.ipynb #b552e8c5
 def round_to_dtype(x, dtype) -> np.ndarray:
-    "`x` rounded (nearest, ties to even) to `dtype`, via float32 for 16-bit dtypes; bfloat16 values come back in a float32 array"
+    """`x` rounded (nearest, ties to even) to `dtype`, via float32 for 16-bit dtypes; bfloat16 values come
+    back in a float32 array"""
     name, x = dtype_name(dtype), np.asarray(x)
     if name == 'float64': return x.astype(np.float64)
     x32 = x.astype(np.float32)

@@ -10,30 +10,55 @@ from .error_bound import contract_case, CONTRACT_CONFIGS
 from .softmax import attention_test_inputs
 
 # %% ../../nbs/02_online_softmax.ipynb #be56a4d2
-def block_size_rows(family: str = 'random', seeds=(0, 1, 2), block_sizes=(1, 2, 3, 7, 16, 64, 100, 300), configs=CONTRACT_CONFIGS) -> list[dict]:
-    "Figure 3's data: the largest relative errors over `seeds`, per dtype pair and block size, on one input family"
+def block_size_rows(family: str = 'random', seeds=(0, 1, 2), block_sizes=(1, 2, 3, 7, 16, 64, 100, 300),
+                    configs=CONTRACT_CONFIGS) -> list[dict]:
+    """Figure 3's data: the largest relative errors over `seeds`, per dtype pair and block size, on one input
+    family"""
     rows = []
     for dtype, acc in configs:
         for b in block_sizes:
             cases = [contract_case(*attention_test_inputs(family, s), b, dtype, acc) for s in seeds]
-            rows.append(dict(input_dtype=dtype, accum_dtype=acc, block_size=b, **{key: max(c[key] for c in cases) for key in cases[0]}))
+            rows.append(
+                dict(
+                    input_dtype=dtype,
+                    accum_dtype=acc,
+                    block_size=b,
+                    **{key: max(c[key] for c in cases) for key in cases[0]},
+                )
+            )
     return rows
 
+# %% ../../nbs/02_online_softmax.ipynb #e6bb3023
 def plot_block_size_error(rows: list[dict], n_k: int = 100, floor: float = 1e-17):
-    "Figure 3: relative error against block size, one line per dtype pair; left against rounded inputs, right against exact ones"
+    """Figure 3: relative error against block size, one line per dtype pair; left against rounded inputs,
+    right against exact ones"""
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     styles = ['o-', 'x--', 's:', '^-', 'v-']
-    for ax, key, title in zip(axes, ('rel_err_vs_rounded_inputs', 'rel_err_vs_exact_inputs'),
-                              ('against the reference on the rounded inputs (arithmetic only)', 'against the reference on the exact inputs')):
-        for style, (dtype, acc) in zip(styles, dict.fromkeys((r['input_dtype'], r['accum_dtype']) for r in rows)):
+    for ax, key, title in zip(
+        axes,
+        ('rel_err_vs_rounded_inputs', 'rel_err_vs_exact_inputs'),
+        (
+            'against the reference on the rounded inputs (arithmetic only)',
+            'against the reference on the exact inputs',
+        ),
+    ):
+        for style, (dtype, acc) in zip(styles,
+                                       dict.fromkeys((r['input_dtype'], r['accum_dtype']) for r in rows)):
             pts = [r for r in rows if (r['input_dtype'], r['accum_dtype']) == (dtype, acc)]
-            ax.plot([r['block_size'] for r in pts], [max(r[key], floor) for r in pts], style, label=f'{dtype} inputs, {acc} accumulation')
-        ax.axvline(n_k, color='gray', lw=0.8, ls='--'); ax.text(n_k * 1.08, 0.15, f'n_k = {n_k}', color='gray', fontsize=8)
+            ax.plot([r['block_size'] for r in pts], [max(r[key], floor) for r in pts], style,
+                    label=f'{dtype} inputs, {acc} accumulation')
+        ax.axvline(n_k, color='gray', lw=0.8, ls='--'); ax.text(n_k * 1.08, 0.15, f'n_k = {n_k}',
+                                                                color='gray', fontsize=8)
         bs = sorted({r['block_size'] for r in rows})
         ax.set(xscale='log', yscale='log', xlabel='keys per block', title=title, ylim=(floor / 2, 1))
-        ax.set_xticks(bs, [str(b) for b in bs]); ax.minorticks_off(); ax.grid(alpha=.3); ax.title.set_fontsize(10)
-    axes[0].set_ylabel('max |out - ref| / max |ref|'); axes[1].legend(fontsize=8, loc='center', bbox_to_anchor=(0.42, 0.4))
-    fig.suptitle(f'Online softmax: error against block size and dtype (random inputs, {n_k} keys; an error of exactly 0 is drawn at the bottom edge)', fontsize=11)
+        ax.set_xticks(bs, [str(b) for b in bs])
+        ax.minorticks_off()
+        ax.grid(alpha=0.3)
+        ax.title.set_fontsize(10)
+    axes[0].set_ylabel('max |out - ref| / max |ref|'); axes[1].legend(fontsize=8, loc='center',
+                                                                      bbox_to_anchor=(0.42, 0.4))
+    fig.suptitle(f'Online softmax: error against block size and dtype (random inputs, {n_k} keys; an error '
+                 'of exactly 0 is drawn at the bottom edge)', fontsize=11)
     fig.tight_layout()
     return fig

@@ -30,43 +30,79 @@ class AttentionMetadata:
 # %% ../../nbs/07_model.ipynb #75705d98
 @dataclass(frozen=True)
 class AttentionBackend:
-    "Decode and prefill functions with chapter 03's signatures, and optionally the per-step `plan` they accept (as `plan=`)"
+    """Decode and prefill functions with chapter 03's signatures, and optionally the per-step `plan` they
+    accept (as `plan=`)"""
     name: str
     decode: Callable
     prefill: Callable
-    plan: Callable | None = None     # plan(block_tables, context_lens, k_cache, cu_seqlens_q=None), once per step
-    workspace: PageWorkspace | None = None   # the buffers its plans gather into, if any (the engine sizes and budgets them)
+    # plan(block_tables, context_lens, k_cache, cu_seqlens_q=None), once per step
+    plan: Callable | None = None
+    # the buffers its plans gather into, if any (the engine sizes and budgets them)
+    workspace: PageWorkspace | None = None
 
 BACKENDS = ('auto', 'torch', 'sdpa', 'triton')
 
-def select_attention_backend(name: str = 'auto', device: str | torch.device = 'cpu', clean_pages: bool = False) -> AttentionBackend:
-    "The attention backend `name`: 'torch', 'sdpa', 'triton' or 'auto' (Triton on a GPU, SDPA on pages elsewhere); `clean_pages`: the caller zeroes every block it hands out (chapter 03)"
-    if name not in BACKENDS: raise ValueError(f"attention_backend must be one of {', '.join(map(repr, BACKENDS))}, got {name!r}")
+def select_attention_backend(name: str = 'auto', device: str | torch.device = 'cpu',
+                             clean_pages: bool = False) -> AttentionBackend:
+    """The attention backend `name`: 'torch', 'sdpa', 'triton' or 'auto' (Triton on a GPU, SDPA on pages
+    elsewhere); `clean_pages`: the caller zeroes every block it hands out (chapter 03)"""
+    if name not in BACKENDS: raise ValueError("attention_backend must be one of "
+                                              f"{', '.join(map(repr, BACKENDS))}, got {name!r}")
     if name == 'auto': name = 'triton' if torch.device(device).type == 'cuda' else 'sdpa'
     if name == 'torch': return AttentionBackend('torch', paged_decode_attention, paged_prefill_attention)
     if name == 'sdpa':
         ws = PageWorkspace()
-        return AttentionBackend('sdpa', sdpa_decode_attention, sdpa_prefill_attention, partial(plan_pages, workspace=ws, clean_pages=clean_pages), ws)
+        return AttentionBackend('sdpa', sdpa_decode_attention, sdpa_prefill_attention,
+                                partial(plan_pages, workspace=ws, clean_pages=clean_pages), ws)
     from minipaged.attention.triton import triton_paged_decode_attention, triton_paged_prefill_attention
     return AttentionBackend('triton', triton_paged_decode_attention, triton_paged_prefill_attention)
 
 # %% ../../nbs/07_model.ipynb #c6b33ed0
 def attention_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache: torch.Tensor) -> list[tuple]:
-    "The step's attention calls, the same for every layer: (function, rows of q, arguments after the caches, keyword arguments)"
+    """The step's attention calls, the same for every layer: (function, rows of q, arguments after the caches,
+    keyword arguments)"""
     S, T = meta.context_lens.numel(), meta.positions.numel()
     D = S if meta.is_decode else meta.num_decodes
     calls = []
     if D:
-        bt, cl = (meta.block_tables, meta.context_lens) if D == S else (meta.block_tables[:D], meta.context_lens[:D])
-        calls.append((backend.decode, slice(0, D), (bt, cl), dict(plan=backend.plan(bt, cl, k_cache)) if backend.plan else {}))
+        bt, cl = (
+            (meta.block_tables, meta.context_lens)
+            if D == S
+            else (meta.block_tables[:D], meta.context_lens[:D])
+        )
+        calls.append(
+            (
+                backend.decode,
+                slice(0, D),
+                (bt, cl),
+                dict(plan=backend.plan(bt, cl, k_cache)) if backend.plan else {},
+            )
+        )
     if D < S:
         bt, cl, cu = meta.block_tables[D:], meta.context_lens[D:], meta.cu_seqlens_q[D:] - D
-        calls.append((backend.prefill, slice(D, T), (bt, cu, cl), dict(plan=backend.plan(bt, cl, k_cache, cu)) if backend.plan else {}))
+        calls.append(
+            (
+                backend.prefill,
+                slice(D, T),
+                (bt, cu, cl),
+                dict(plan=backend.plan(bt, cl, k_cache, cu)) if backend.plan else {},
+            )
+        )
     return calls
 
-def last_token_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache: torch.Tensor, seqs: torch.Tensor) -> tuple:
-    "The rows of the last new token of sequences `seqs`, and the one call that attends for just those tokens (each sees its whole context)"
+# %% ../../nbs/07_model.ipynb #9e99e2d7
+def last_token_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache: torch.Tensor,
+                     seqs: torch.Tensor) -> tuple:
+    """The rows of the last new token of sequences `seqs`, and the one call that attends for just those tokens
+    (each sees its whole context)"""
     rows = meta.cu_seqlens_q.long()[1:][seqs] - 1
     if not len(seqs): return rows, []
     bt, cl = meta.block_tables[seqs], meta.context_lens[seqs]
-    return rows, [(backend.decode, slice(0, len(seqs)), (bt, cl), dict(plan=backend.plan(bt, cl, k_cache)) if backend.plan else {})]
+    return rows, [
+        (
+            backend.decode,
+            slice(0, len(seqs)),
+            (bt, cl),
+            dict(plan=backend.plan(bt, cl, k_cache)) if backend.plan else {},
+        )
+    ]

@@ -17,7 +17,10 @@ __all__ = ['NoFreeBlocksError', 'CacheKeyContext', 'salt_identity', 'Allocator',
 # %% ../../nbs/05_block_manager.ipynb #b274f4d1
 class NoFreeBlocksError(RuntimeError):
     "The pool cannot serve an operation now; nothing was changed (the scheduler preempts or waits)"
-    def __init__(self, message: str = 'no free blocks', needed: int | None = None, available: int | None = None):
+
+    def __init__(
+        self, message: str = 'no free blocks', needed: int | None = None, available: int | None = None
+    ):
         super().__init__(message)
         self.needed, self.available = needed, available
 
@@ -30,18 +33,19 @@ class CacheKeyContext:
     kv_layout: str = ''
 
 def salt_identity(salt):
-    "The salt as the prefix cache compares it: `None`, or (type name, value), so that `1`, `1.0` and `True` are three tenants"
+    """The salt as the prefix cache compares it: `None`, or (type name, value), so that `1`, `1.0` and `True`
+    are three tenants"""
     if salt is None: return None
     try: hash(salt)
     except TypeError: raise TypeError(f"salt must be hashable, got {salt!r}") from None
     return (f"{type(salt).__module__}.{type(salt).__qualname__}", salt)
 
-
 # %% ../../nbs/05_block_manager.ipynb #5a6f49a2
 _NEVER = 1 << 62    # register_at when the prefix cache is off: no count reaches it
 
 class _Seq:
-    "One live sequence: block table, token ids, computed count, the keys of its full blocks, and its hot-path counters"
+    """One live sequence: block table, token ids, computed count, the keys of its full blocks, and its
+    hot-path counters"""
     __slots__ = ('blocks', 'tokens', 'num_computed', 'salt', 'root', 'hashes', 'uids', 'room', 'register_at')
     def __init__(self, blocks, tokens, num_computed, salt, root, hashes, uids, room, register_at):
         self.blocks, self.tokens, self.num_computed = blocks, tokens, num_computed
@@ -89,21 +93,23 @@ class Allocator(Protocol):
 
 # %% ../../nbs/05_block_manager.ipynb #965da8b0
 class BlockManager(Allocator):
-    "A pool of `num_blocks` KV blocks of `block_size` slots: block tables, reference counts, fork, copy-on-write, prefix cache"
-    __slots__ = ('num_blocks', 'block_size', 'enable_prefix_caching', 'context', '_ref', '_free', '_evictable', '_index',
-                 '_key', '_content', '_uid', '_next_uid', '_seqs', '_used', '_high_water', '_stats', '_key_hash', '_fresh',
-                 '_gen', '_pins', '_in_flight')
-
-    defers_fork_copies = False                       # fork shares blocks; copy-on-write comes later
+    """A pool of `num_blocks` KV blocks of `block_size` slots: tables, reference counts, fork, copy-on-write,
+    a prefix cache"""
+    __slots__ = ('num_blocks', 'block_size', 'enable_prefix_caching', 'context', '_ref', '_free',
+                 '_evictable', '_index', '_key', '_content', '_uid', '_next_uid', '_seqs', '_used',
+                 '_high_water', '_stats', '_key_hash', '_fresh', '_gen', '_pins', '_in_flight')
+    defers_fork_copies = False                     # fork shares blocks; copy-on-write comes later
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True,
                  context: CacheKeyContext = CacheKeyContext(), record_fresh: bool = False, key_hash=hash):
-        self.num_blocks, self.block_size = check_positive('num_blocks', num_blocks), check_positive('block_size', block_size)
-        if not isinstance(context, CacheKeyContext): raise TypeError(f"context must be a CacheKeyContext, got {context!r}")
+        self.num_blocks = check_positive('num_blocks', num_blocks)
+        self.block_size = check_positive('block_size', block_size)
+        if not isinstance(context, CacheKeyContext):
+            raise TypeError(f"context must be a CacheKeyContext, got {context!r}")
         self.enable_prefix_caching, self.context = bool(enable_prefix_caching), context
-        self._ref = [0] * num_blocks                  # tables holding each block
+        self._ref = [0] * num_blocks                   # tables holding each block
         self._free = list(range(num_blocks - 1, -1, -1))  # a stack: block 0 is handed out first
-        self._evictable = OrderedDict()                # cached & unreferenced, oldest (evicted first) at the front
+        self._evictable = OrderedDict()                # cached & unreferenced, evicted first at the front
         self._index = {}                               # prefix cache: key hash -> block
         self._key = [None] * num_blocks                # the key hash a block is registered under, or None
         self._content = [None] * num_blocks            # (parent uid, salt, token ids) of a registered block
@@ -111,29 +117,33 @@ class BlockManager(Allocator):
         self._next_uid = 1                             # uid 0 is "no parent": the first block of a sequence
         self._seqs = {}                                # seq_id -> _Seq
         self._used = self._high_water = 0
-        self._stats = dict(prefix_hit_blocks=0, prefix_hit_tokens=0, prefix_query_tokens=0, cow_copies=0, evictions=0)
-        self._key_hash = key_hash                      # the prefix cache's hash (a test passes a colliding one)
-        self._fresh = [] if record_fresh else None     # blocks handed out without cached content, until pop_fresh_blocks
-        self._gen = [0] * num_blocks                   # a block's version: how many owners it has been handed to
+        self._stats = dict(prefix_hit_blocks=0, prefix_hit_tokens=0, prefix_query_tokens=0,
+                           cow_copies=0, evictions=0)
+        # the prefix cache's hash (a test passes a colliding one)
+        self._key_hash = key_hash
+        self._fresh = [] if record_fresh else None     # handed out without cached content, until popped
+        self._gen = [0] * num_blocks                   # a block's version: owners it has been handed to
         self._pins = [0] * num_blocks                  # copies in flight that read or write each block
-        self._in_flight = []                           # (src, dst, version of src, version of dst) until copies_done()
+        self._in_flight = []                           # (src, dst, their versions) until copies_done()
 
-    @property
-    def num_free_blocks(self) -> int: return len(self._free)
-    @property
-    def num_cached_blocks(self) -> int: return len(self._evictable)
-    @property
-    def num_used_blocks(self) -> int: return self._used
-    @property
-    def num_available_blocks(self) -> int: return len(self._free) + len(self._evictable)
-    @property
-    def num_copies_in_flight(self) -> int: return len(self._in_flight)
-    @property
-    def copies_in_flight(self) -> list[tuple[int, int]]: return [(src, dst) for src, dst, _, _ in self._in_flight]
+# %% ../../nbs/05_block_manager.ipynb #cac01048
+@patch_to(BlockManager, as_prop=True)
+def num_free_blocks(self) -> int: return len(self._free)
+@patch_to(BlockManager, as_prop=True)
+def num_cached_blocks(self) -> int: return len(self._evictable)
+@patch_to(BlockManager, as_prop=True)
+def num_used_blocks(self) -> int: return self._used
+@patch_to(BlockManager, as_prop=True)
+def num_available_blocks(self) -> int: return len(self._free) + len(self._evictable)
+@patch_to(BlockManager, as_prop=True)
+def num_copies_in_flight(self) -> int: return len(self._in_flight)
+@patch_to(BlockManager, as_prop=True)
+def copies_in_flight(self) -> list[tuple[int, int]]: return [(s, d) for s, d, _, _ in self._in_flight]
 
-    def __repr__(self):
-        return (f"BlockManager({self.num_blocks} blocks of {self.block_size}: {self._used} used, {len(self._evictable)} cached, "
-                f"{len(self._free)} free, {len(self._seqs)} sequences)")
+@patch_to(BlockManager)
+def __repr__(self):
+    return (f"BlockManager({self.num_blocks} blocks of {self.block_size}: {self._used} used, "
+            f"{len(self._evictable)} cached, {len(self._free)} free, {len(self._seqs)} sequences)")
 
 # %% ../../nbs/05_block_manager.ipynb #068f5911
 @patch_to(Allocator)
@@ -145,7 +155,8 @@ def has_seq(self, seq_id) -> bool:
 def _get(self, seq_id, name: str = 'seq_id'):
     "The live sequence `seq_id`, or a `ValueError` naming the argument"
     seq = self._seqs.get(seq_id)
-    if seq is None: raise ValueError(f"{name} {seq_id!r} is not a live sequence (never allocated, or already freed)")
+    if seq is None: raise ValueError(f"{name} {seq_id!r} is not a live sequence (never allocated, or already "
+                                     "freed)")
     return seq
 
 @patch_to(Allocator)
@@ -171,7 +182,8 @@ def _take(self) -> int:
 def _take_many(self, k: int) -> list[int]:
     "`k` blocks as `_take` gives them, sliced off the free list in one go when it has enough"
     free = self._free
-    if k > len(free) + len(self._evictable): raise NoFreeBlocksError(f'{k} blocks wanted', needed=k, available=self.num_available_blocks)
+    if k > len(free) + len(self._evictable):
+        raise NoFreeBlocksError(f'{k} blocks wanted', needed=k, available=self.num_available_blocks)
     got = free[max(len(free) - k, 0):]
     del free[max(len(free) - k, 0):]
     got.reverse()                                      # the order `pop` would give
@@ -186,21 +198,26 @@ def _take_many(self, k: int) -> list[int]:
 # %% ../../nbs/05_block_manager.ipynb #720035f7
 @patch_to(BlockManager)
 def _plan(self, tokens: tuple, salt):
-    "What allocating `tokens` would take: (root key, cached blocks, their keys, their uids, new blocks needed, blocks available)"
+    """What allocating `tokens` would take: (root key, cached blocks, their keys, their uids, new blocks
+    needed, blocks available)"""
     if not tokens: raise ValueError("token_ids must hold at least one token")
     total = cdiv(len(tokens), self.block_size)
     if total > self.num_blocks:
-        raise ValueError(f"token_ids: a prompt of {len(tokens)} tokens needs {total} blocks of {self.block_size} slots, "
-                         f"more than the whole pool of {self.num_blocks}")
+        raise ValueError(
+            f"token_ids: a prompt of {len(tokens)} tokens needs {total} blocks of {self.block_size} slots, "
+            f"more than the whole pool of {self.num_blocks}"
+        )
     if not self.enable_prefix_caching: return 0, [], [], [], total, len(self._free) + len(self._evictable)
     root = self._root_key(salt)
     hits, hashes, uids = self._cached_prefix(tokens, root, salt)
-    revived = sum(1 for b in hits if b in self._evictable)  # cached blocks a hit takes out of the evictable pool
+    # cached blocks a hit takes out of the evictable pool
+    revived = sum(1 for b in hits if b in self._evictable)
     return root, hits, hashes, uids, total - len(hits), len(self._free) + len(self._evictable) - revived
 
 @patch_to(BlockManager)
 def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
-    "`(fits, cached_tokens)`: would `allocate(…, token_ids, salt)` succeed now, and how many leading tokens would the prefix cache supply? Changes nothing"
+    """`(fits, cached_tokens)`: would `allocate(…, token_ids, salt)` succeed now, and how many leading tokens
+    would the prefix cache supply? Changes nothing"""
     tokens, salt = tuple(token_ids), salt_identity(salt)
     if self.blocks_needed(len(tokens)) > self.num_blocks: return False, 0
     _, hits, _, _, new, available = self._plan(tokens, salt)
@@ -208,38 +225,48 @@ def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
 
 @patch_to(BlockManager)
 def can_allocate(self, token_ids, salt=None) -> bool:
-    "Would `allocate(…, token_ids, salt)` succeed now (counting prefix-cache hits and evictable cached blocks)?"
+    """Would `allocate(…, token_ids, salt)` succeed now (counting prefix-cache hits and evictable cached
+    blocks)?"""
     return self.plan_allocation(token_ids, salt)[0]
 
+# %% ../../nbs/05_block_manager.ipynb #468cc3de
 @patch_to(BlockManager)
 def allocate(self, seq_id, token_ids, salt=None) -> int:
-    "Admit sequence `seq_id` with prompt `token_ids`, reusing cached prefix blocks; return the number of tokens already computed"
+    """Admit sequence `seq_id` with prompt `token_ids`, reusing cached prefix blocks; return the number of
+    tokens already computed"""
     if seq_id in self._seqs: raise ValueError(f"seq_id {seq_id!r} is already allocated")
     tokens, salt = tuple(token_ids), salt_identity(salt)
     root, hits, hashes, uids, new, available = self._plan(tokens, salt)
     if new > available:
-        raise NoFreeBlocksError(f"allocate needs {new} blocks, {available} available", needed=new, available=available)
+        raise NoFreeBlocksError(f"allocate needs {new} blocks, {available} available", needed=new,
+                                available=available)
     ref = self._ref
     for b in hits:                                     # nothing can fail from here on
-        if b in self._evictable:                       # unreferenced: back to used (one in flight already counts as used)
+        # unreferenced: back to used (one in flight already counts as used)
+        if b in self._evictable:
             del self._evictable[b]
             self._used += 1
         ref[b] += 1
     if self._used > self._high_water: self._high_water = self._used
-    blocks = hits + self._take_many(new)               # new >= 1: the last prompt token's block is never a hit
+    # new >= 1: the last prompt token's block is never a hit
+    blocks = hits + self._take_many(new)
     B = self.block_size
     cached = len(hits) * B
-    self._seqs[seq_id] = _Seq(blocks, list(tokens), cached, salt, root, hashes, uids, room=len(blocks) * B - len(tokens),
+    self._seqs[seq_id] = _Seq(blocks, list(tokens), cached, salt, root, hashes, uids,
+                              room=len(blocks) * B - len(tokens),
                               register_at=cached + B if self.enable_prefix_caching else _NEVER)
     st = self._stats
-    st['prefix_hit_blocks'] += len(hits); st['prefix_hit_tokens'] += cached; st['prefix_query_tokens'] += len(tokens)
+    st['prefix_hit_blocks'] += len(hits)
+    st['prefix_hit_tokens'] += cached
+    st['prefix_query_tokens'] += len(tokens)
     return cached
 
 # %% ../../nbs/05_block_manager.ipynb #9f049239
 def _check_span(seq, start: int, end: int) -> None:
     "Positions `[start, end)` must lie within the sequence's tokens"
     if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(seq.tokens)):
-        raise ValueError(f"start, end must satisfy 0 <= start <= end <= num_tokens = {len(seq.tokens)}, got {start!r}, {end!r}")
+        raise ValueError(f"start, end must satisfy 0 <= start <= end <= num_tokens = {len(seq.tokens)}, got "
+                         f"{start!r}, {end!r}")
 
 @patch_to(BlockManager)
 def slots(self, seq_id, start: int, end: int) -> list[int]:
@@ -267,14 +294,18 @@ def num_computed(self, seq_id) -> int:
 # %% ../../nbs/05_block_manager.ipynb #b9c22d83
 @patch_to(BlockManager)
 def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
-    "Add `token_ids` to `seq_id`, reserving their slots; return the (src, dst) block copies to run on the cache first"
+    """Add `token_ids` to `seq_id`, reserving their slots; return the (src, dst) block copies to run on the
+    cache first"""
     try: seq = self._seqs[seq_id]
     except KeyError: seq = None
     if seq is not None and len(token_ids) == 1:
-        if seq.room: seq.room -= 1                               # room left in a private last block: no checks left
-        elif len(seq.tokens) % self.block_size == 0 and (self._free or self._evictable):   # the last block is full: one fresh block
+        # room left in a private last block: no checks left
+        if seq.room: seq.room -= 1
+        # the last block is full: one fresh block
+        elif len(seq.tokens) % self.block_size == 0 and (self._free or self._evictable):
             seq.blocks.append(self._take()); seq.room = self.block_size - 1
-        else: return self._append_slow(seq_id, seq, token_ids)  # a partly filled shared last block: copy-on-write
+        # a partly filled shared last block: copy-on-write
+        else: return self._append_slow(seq_id, seq, token_ids)
         seq.tokens.append(token_ids[0])
         return []
     return self._append_slow(seq_id, seq, token_ids)
@@ -290,8 +321,8 @@ def _append_slow(self, seq_id, seq: _Seq | None, token_ids) -> list[tuple[int, i
     grow = cdiv(n + len(token_ids), B) - len(blocks)
     available = len(self._free) + len(self._evictable)
     if grow + shared_tail > available:
-        raise NoFreeBlocksError(f"append needs {grow + shared_tail} blocks, {available} available", needed=grow + shared_tail,
-                                available=available)
+        raise NoFreeBlocksError(f"append needs {grow + shared_tail} blocks, {available} available",
+                                needed=grow + shared_tail, available=available)
     copies = [self._copy_on_write(seq)] if shared_tail else []
     blocks += self._take_many(grow)
     seq.tokens += token_ids
@@ -300,38 +331,47 @@ def _append_slow(self, seq_id, seq: _Seq | None, token_ids) -> list[tuple[int, i
 
 # %% ../../nbs/05_block_manager.ipynb #ae97491f
 def _fork_parent(manager, parent_id, child_id):
-    "The record of a fork's parent, after the checks every allocator makes: a live, fully computed parent and an unused child id"
+    """The record of a fork's parent, after the checks every allocator makes: a live, fully computed parent
+    and an unused child id"""
     parent = manager._get(parent_id, 'parent_id')
     if child_id in manager._seqs: raise ValueError(f"child_id {child_id!r} is already allocated")
     if parent.num_computed != len(parent.tokens):
-        raise ValueError(f"parent_id {parent_id!r} has {len(parent.tokens) - parent.num_computed} uncomputed tokens; "
-                         "fork after mark_computed, so that no two sequences compute into one shared block")
+        raise ValueError(
+            f"parent_id {parent_id!r} has {len(parent.tokens) - parent.num_computed} uncomputed tokens; "
+            "fork after mark_computed, so that no two sequences compute into one shared block"
+        )
     return parent
 
 @patch_to(BlockManager)
 def fork(self, parent_id, child_id) -> None:
-    "Start `child_id` sharing every block of `parent_id` (reference counts += 1): same tokens, same computed count"
+    """Start `child_id` sharing every block of `parent_id` (reference counts += 1): same tokens, same computed
+    count"""
     parent = _fork_parent(self, parent_id, child_id)
     ref = self._ref
     for b in parent.blocks: ref[b] += 1
-    parent.room = 0                                    # the last block is shared now: the next write goes the slow way
-    self._seqs[child_id] = _Seq(list(parent.blocks), list(parent.tokens), parent.num_computed, parent.salt, parent.root,
-                                list(parent.hashes), list(parent.uids), room=0, register_at=parent.register_at)
+    # the last block is shared now: the next write goes the slow way
+    parent.room = 0
+    self._seqs[child_id] = _Seq(list(parent.blocks), list(parent.tokens), parent.num_computed, parent.salt,
+                                parent.root, list(parent.hashes), list(parent.uids), room=0,
+                                register_at=parent.register_at)
 
 # %% ../../nbs/05_block_manager.ipynb #c061a298
 @patch_to(BlockManager)
 def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
-    "The engine wrote K/V for the first `num_computed_tokens` positions of `seq_id`: record it, cache its full blocks"
+    """The engine wrote K/V for the first `num_computed_tokens` positions of `seq_id`: record it, cache its
+    full blocks"""
     n = num_computed_tokens
     try: seq = self._seqs[seq_id]
     except KeyError: seq = None
-    if seq is not None and n.__class__ is int and seq.num_computed < n <= len(seq.tokens):   # the common case: it advances
+    # the common case: it advances
+    if seq is not None and n.__class__ is int and seq.num_computed < n <= len(seq.tokens):
         seq.num_computed = n
         if n >= seq.register_at: self._register(seq, n // self.block_size)   # a block just filled up
         return
     if seq is None: self._get(seq_id)
     if n.__class__ is not int or n < 0 or n > len(seq.tokens):
-        raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {len(seq.tokens)}], got {n!r}")
+        raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {len(seq.tokens)}], "
+                         f"got {n!r}")
 
 # %% ../../nbs/05_block_manager.ipynb #ff5d064f
 @patch_to(BlockManager)
@@ -346,8 +386,16 @@ def free(self, seq_id) -> None:
     "End sequence `seq_id` (finished or cancelled): release each of its block references exactly once"
     seq = self._seqs.pop(seq_id, None)
     if seq is None: self._get(seq_id)
-    ref, pins, key, free, evictable, released = self._ref, self._pins, self._key, self._free, self._evictable, 0
-    for b in reversed(seq.blocks):                # `_reclaim`, inlined: this runs for every block of every request
+    ref, pins, key, free, evictable, released = (
+        self._ref,
+        self._pins,
+        self._key,
+        self._free,
+        self._evictable,
+        0,
+    )
+    # `_reclaim`, inlined: this runs for every block of every request
+    for b in reversed(seq.blocks):
         r = ref[b] = ref[b] - 1
         if r == 0 and not pins[b]:                # a block a copy in flight holds waits for copies_done()
             released += 1
@@ -358,7 +406,8 @@ def free(self, seq_id) -> None:
 # %% ../../nbs/05_block_manager.ipynb #94afc0ed
 @patch_to(BlockManager)
 def _copy_on_write(self, seq: _Seq) -> tuple[int, int]:
-    "Give `seq` a private copy of its shared last block; return (src, dst) for the engine to copy before it writes"
+    """Give `seq` a private copy of its shared last block; return (src, dst) for the engine to copy before it
+    writes"""
     src = seq.blocks[-1]
     dst = self._take()
     self._ref[src] -= 1                               # >= 1 still: another table holds it
@@ -369,15 +418,16 @@ def _copy_on_write(self, seq: _Seq) -> tuple[int, int]:
 
 @patch_to(BlockManager)
 def _hold_for_copy(self, src: int, dst: int) -> None:
-    "Keep `src` and `dst` from being reclaimed until `copies_done()`: the copy that reads one and writes the other has not run"
+    """Keep `src` and `dst` from being reclaimed until `copies_done()`: the copy that reads one and writes the
+    other has not run"""
     self._pins[src] += 1; self._pins[dst] += 1
     self._in_flight.append((src, dst, self._gen[src], self._gen[dst]))
-
 
 # %% ../../nbs/05_block_manager.ipynb #fc1c1797
 @patch_to(BlockManager)
 def copies_done(self) -> None:
-    "The engine has run every copy handed out so far: end their windows, reclaiming any block nothing else holds"
+    """The engine has run every copy handed out so far: end their windows, reclaiming any block nothing else
+    holds"""
     pins, ref = self._pins, self._ref
     for src, dst, _, _ in self._in_flight:
         for b in (src, dst):
@@ -385,18 +435,18 @@ def copies_done(self) -> None:
             if pins[b] == 0 and ref[b] == 0: self._reclaim(b)
     self._in_flight.clear()
 
-
 # %% ../../nbs/05_block_manager.ipynb #a6b2b835
 @patch_to(BlockManager)
 def _root_key(self, salt) -> int:
-    "The key a sequence's first block chains from: the extra key (model, version, KV dtype, layout) and the salt"
+    """The key a sequence's first block chains from: the extra key (model, version, KV dtype, layout) and the
+    salt"""
     return self._key_hash((self.context, salt))
-
 
 # %% ../../nbs/05_block_manager.ipynb #6d58a277
 @patch_to(BlockManager)
 def _cached_prefix(self, tokens: tuple, root: int, salt):
-    "The longest chain of cached full blocks matching `tokens` (never its last token): (blocks, key hashes, uids)"
+    """The longest chain of cached full blocks matching `tokens` (never its last token): (blocks, key hashes,
+    uids)"""
     B, index, content, uid, h = self.block_size, self._index, self._content, self._uid, self._key_hash
     key, parent = root, 0
     hits, hashes, uids = [], [], []
@@ -413,8 +463,22 @@ def _cached_prefix(self, tokens: tuple, root: int, salt):
 @patch_to(BlockManager)
 def _register(self, seq: _Seq, num_full: int) -> None:
     "Register `seq`'s first `num_full` blocks (computed, full) in the prefix cache, continuing its key chain"
-    B, index, keys, content, uid, h = self.block_size, self._index, self._key, self._content, self._uid, self._key_hash
-    hashes, uids, tokens, salt, blocks, next_uid = seq.hashes, seq.uids, seq.tokens, seq.salt, seq.blocks, self._next_uid
+    B, index, keys, content, uid, h = (
+        self.block_size,
+        self._index,
+        self._key,
+        self._content,
+        self._uid,
+        self._key_hash,
+    )
+    hashes, uids, tokens, salt, blocks, next_uid = (
+        seq.hashes,
+        seq.uids,
+        seq.tokens,
+        seq.salt,
+        seq.blocks,
+        self._next_uid,
+    )
     key, parent = (hashes[-1], uids[-1]) if hashes else (seq.root, 0)
     for i in range(len(hashes), num_full):
         b = blocks[i]
@@ -426,15 +490,18 @@ def _register(self, seq: _Seq, num_full: int) -> None:
             if found is None:                                           # a new entry
                 index[key], keys[b], content[b] = b, key, mine
                 parent = uid[b] = next_uid; next_uid += 1
-            elif content[found] == mine: parent = uid[found]            # same content cached in `found`: b stays a duplicate
-            else: parent = next_uid; next_uid += 1                      # a hash collision: b stays unkeyed, its chain unfindable
+            # same content cached in `found`: b stays a duplicate
+            elif content[found] == mine: parent = uid[found]
+            # a hash collision: b stays unkeyed, its chain unfindable
+            else: parent = next_uid; next_uid += 1
         hashes.append(key); uids.append(parent)
     self._next_uid, seq.register_at = next_uid, (num_full + 1) * B
 
 # %% ../../nbs/05_block_manager.ipynb #38c59a5f
 @patch_to(BlockManager)
 def _evict(self) -> int:
-    "Take the least recently used cached block out of the cache, index entry and all, for reuse: no key may point at it after"
+    """Take the least recently used cached block out of the cache, index entry and all, for reuse: no key may
+    point at it after"""
     b = self._evictable.popitem(last=False)[0]
     del self._index[self._key[b]]
     self._key[b] = self._content[b] = None
@@ -449,15 +516,18 @@ def cached_blocks(self) -> list[int]:
 # %% ../../nbs/05_block_manager.ipynb #f52d73ad
 @patch_to(Allocator)
 def pop_fresh_blocks(self) -> list[int]:
-    "The blocks handed out since the last call without cached content (free, evicted, copy-on-write targets), in order; the list starts over"
-    if self._fresh is None: raise ValueError("record_fresh is False: make the manager with record_fresh=True to track fresh blocks")
+    """The blocks handed out since the last call without cached content (free, evicted, copy-on-write
+    targets), in order; the list starts over"""
+    if self._fresh is None: raise ValueError("record_fresh is False: make the manager with record_fresh=True "
+                                             "to track fresh blocks")
     fresh, self._fresh = self._fresh, []
     return fresh
 
 # %% ../../nbs/05_block_manager.ipynb #b5563e68
 @patch_to(BlockManager)
 def can_append(self, seq_id, num_tokens: int = 1) -> bool:
-    "Would `append(seq_id, …)` with `num_tokens` tokens succeed now (counting a copy-on-write of a shared last block)?"
+    """Would `append(seq_id, …)` with `num_tokens` tokens succeed now (counting a copy-on-write of a shared
+    last block)?"""
     seq = self._get(seq_id)
     n, B = len(seq.tokens), self.block_size
     new = cdiv(n + check_count('num_tokens', num_tokens), B) - len(seq.blocks)
@@ -468,54 +538,111 @@ def can_append(self, seq_id, num_tokens: int = 1) -> bool:
 @patch_to(BlockManager)
 def snapshot(self) -> tuple:
     "Everything observable about the pool, as one value: two snapshots are equal when nothing changed"
-    seqs = {s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at) for s, q in self._seqs.items()}
-    return (tuple(self._ref), tuple(self._free), tuple(self._evictable), tuple(sorted(self._index.items())),
-            tuple(self._key), seqs, self._used, self._high_water, tuple(self._stats.items()), tuple(self._gen), tuple(self._pins),
-            tuple(self._in_flight), tuple(self._fresh or ()))
+    seqs = {
+        s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at)
+        for s, q in self._seqs.items()
+    }
+    return (
+        tuple(self._ref),
+        tuple(self._free),
+        tuple(self._evictable),
+        tuple(sorted(self._index.items())),
+        tuple(self._key),
+        seqs,
+        self._used,
+        self._high_water,
+        tuple(self._stats.items()),
+        tuple(self._gen),
+        tuple(self._pins),
+        tuple(self._in_flight),
+        tuple(self._fresh or ()),
+    )
 
-# %% ../../nbs/05_block_manager.ipynb #c508ca4d
+# %% ../../nbs/05_block_manager.ipynb #667e9e10
 @patch_to(BlockManager)
-def check(self) -> None:
-    "Verify every invariant of the pool from scratch; raise `AssertionError` naming the first one broken"
-    B, N = self.block_size, self.num_blocks
+def _check_window(self) -> None:
+    "No block an in-flight copy reads or writes is free, cached, or handed to a new owner"
     free, cached = set(self._free), set(self._evictable)
     for src, dst, v_src, v_dst in self._in_flight:
         for b, v, role in ((src, v_src, 'reads'), (dst, v_dst, 'writes')):
-            assert b not in free and b not in cached, f"block {b} is {'free' if b in free else 'cached'} while an in-flight copy {role} it"
-            assert self._gen[b] == v, f"block {b} was handed out again (version {v} -> {self._gen[b]}) while an in-flight copy {role} it"
+            assert b not in free and b not in cached, \
+                f"block {b} is {'free' if b in free else 'cached'} while an in-flight copy {role} it"
+            assert self._gen[b] == v, (f"block {b} was handed out again (version {v} -> {self._gen[b]}) "
+                                       f"while an in-flight copy {role} it")
+
+@patch_to(BlockManager)
+def _check_pool(self) -> None:
+    "Reference counts and pins match the tables and copies; every block is in exactly one state"
+    N, free, cached = self.num_blocks, set(self._free), set(self._evictable)
     holders = Counter(b for s in self._seqs.values() for b in s.blocks)
     held = Counter(b for src, dst, _, _ in self._in_flight for b in (src, dst))
     for b in range(N):
-        assert self._ref[b] == holders[b], f"block {b}: reference count {self._ref[b]} but {holders[b]} tables hold it"
-        assert self._pins[b] == held[b], f"block {b}: held {self._pins[b]} times, but {held[b]} copies in flight use it"
+        assert self._ref[b] == holders[b], (
+            f"block {b}: reference count {self._ref[b]} but {holders[b]} tables hold it"
+        )
+        assert self._pins[b] == held[b], (
+            f"block {b}: held {self._pins[b]} times, but {held[b]} copies in flight use it"
+        )
     used = {b for b in range(N) if self._ref[b] > 0 or self._pins[b] > 0}
     assert len(free) == len(self._free), "a block is on the free list twice"
     assert not (free & cached or free & used or cached & used), "free, cached and used blocks overlap"
-    assert len(free) + len(cached) + len(used) == N, f"{N - len(free) - len(cached) - len(used)} blocks are in no state: leaked"
-    assert self._used == len(used) and self._high_water >= self._used, "the used-block counter or high-water mark is wrong"
+    assert len(free) + len(cached) + len(used) == N, (
+        f"{N - len(free) - len(cached) - len(used)} blocks are in no state: leaked"
+    )
+    assert self._used == len(used) and self._high_water >= self._used, (
+        "the used-block counter or high-water mark is wrong"
+    )
     for b in free: assert self._key[b] is None, f"free block {b} still has a cache key"
     for b in cached: assert self._key[b] is not None, f"cached block {b} has no cache key"
-    for k, b in self._index.items(): assert self._key[b] == k, f"index key {k} points at block {b} registered as {self._key[b]}"
-    keyed = [b for b in range(N) if self._key[b] is not None]
+
+# %% ../../nbs/05_block_manager.ipynb #b6a9473e
+@patch_to(BlockManager)
+def _check_keys(self) -> None:
+    "The index and the blocks' keys agree; only full blocks are registered, and only with the cache on"
+    for k, b in self._index.items():
+        assert self._key[b] == k, f"index key {k} points at block {b} registered as {self._key[b]}"
+    keyed = [b for b in range(self.num_blocks) if self._key[b] is not None]
     assert len(keyed) == len(self._index), "a registered block is missing from the index"
     for b in keyed:
-        assert len(self._content[b][2]) == B, f"registered block {b} is not full"
+        assert len(self._content[b][2]) == self.block_size, f"registered block {b} is not full"
         assert self.enable_prefix_caching, "a block is registered with the prefix cache off"
-    for sid, s in self._seqs.items():
-        assert len(s.blocks) == cdiv(len(s.tokens), B) and len(set(s.blocks)) == len(s.blocks), f"seq {sid!r}: bad block table"
-        assert 0 <= s.num_computed <= len(s.tokens), f"seq {sid!r}: computed {s.num_computed} of {len(s.tokens)} tokens"
-        assert len(s.hashes) == len(s.uids) <= s.num_computed // B, f"seq {sid!r}: keys for uncomputed blocks"
-        if self.enable_prefix_caching:
-            assert len(s.hashes) == s.num_computed // B and s.register_at == (len(s.hashes) + 1) * B, f"seq {sid!r}: unregistered blocks"
-        assert s.room == 0 or (s.room == len(s.blocks) * B - len(s.tokens) and self._ref[s.blocks[-1]] == 1), \
-            f"seq {sid!r}: room {s.room} to write into a full or shared block"
-        for i, b in enumerate(s.blocks):
-            if self._key[b] is not None:
-                assert self._content[b][2] == tuple(s.tokens[i * B:(i + 1) * B]), f"seq {sid!r}: block {b} holds other tokens"
-                assert i >= len(s.hashes) or s.hashes[i] == self._key[b], f"seq {sid!r}: block {b} has another key"
+
+@patch_to(BlockManager)
+def _check_seq(self, sid, s: _Seq) -> None:
+    "One sequence: its table fits its tokens, its keys its computed blocks, its `room` a private last block"
+    B = self.block_size
+    assert len(s.blocks) == cdiv(len(s.tokens), B) and len(set(s.blocks)) == len(s.blocks), (
+        f"seq {sid!r}: bad block table"
+    )
+    assert 0 <= s.num_computed <= len(s.tokens), (
+        f"seq {sid!r}: computed {s.num_computed} of {len(s.tokens)} tokens"
+    )
+    assert len(s.hashes) == len(s.uids) <= s.num_computed // B, f"seq {sid!r}: keys for uncomputed blocks"
+    if self.enable_prefix_caching:
+        assert len(s.hashes) == s.num_computed // B and s.register_at == (len(s.hashes) + 1) * B, \
+            f"seq {sid!r}: unregistered blocks"
+    assert s.room == 0 or (s.room == len(s.blocks) * B - len(s.tokens) and self._ref[s.blocks[-1]] == 1), \
+        f"seq {sid!r}: room {s.room} to write into a full or shared block"
+    for i, b in enumerate(s.blocks):
+        if self._key[b] is not None:
+            assert self._content[b][2] == tuple(s.tokens[i * B : (i + 1) * B]), (
+                f"seq {sid!r}: block {b} holds other tokens"
+            )
+            assert i >= len(s.hashes) or s.hashes[i] == self._key[b], (
+                f"seq {sid!r}: block {b} has another key"
+            )
+
+# %% ../../nbs/05_block_manager.ipynb #5a90e806
+@patch_to(BlockManager)
+def check(self) -> None:
+    "Verify every invariant of the pool from scratch; raise `AssertionError` naming the first one broken"
+    self._check_window(); self._check_pool(); self._check_keys()
+    for sid, s in self._seqs.items(): self._check_seq(sid, s)
 
 # %% ../../nbs/05_block_manager.ipynb #bd1a94d5
 @patch_to(BlockManager)
 def metrics(self) -> dict:
-    "Pool occupancy now, the high-water mark of used blocks, prefix-cache hits, copy-on-write copies and evictions"
-    return dict(used=self._used, cached=len(self._evictable), free=len(self._free), high_water=self._high_water, **self._stats)
+    """Pool occupancy now, the high-water mark of used blocks, prefix-cache hits, copy-on-write copies and
+    evictions"""
+    return dict(used=self._used, cached=len(self._evictable), free=len(self._free),
+                high_water=self._high_water, **self._stats)

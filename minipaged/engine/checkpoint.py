@@ -17,8 +17,10 @@ from .model_config import config_from_hf, config_to_hf
 def _weight_files(path: Path) -> list[Path]:
     index = path / 'model.safetensors.index.json'
     if index.exists():
-        try: shards = sorted(set(json.loads(index.read_text())['weight_map'].values()))
-        except (json.JSONDecodeError, KeyError) as e: raise ValueError(f"checkpoint: {index} is corrupt ({e})") from None
+        try:
+            shards = sorted(set(json.loads(index.read_text())['weight_map'].values()))
+        except (json.JSONDecodeError, KeyError) as e:
+            raise ValueError(f"checkpoint: {index} is corrupt ({e})") from None
         files = [path / s for s in shards]
         missing = [f.name for f in files if not f.exists()]
         if missing: raise ValueError(f"checkpoint: shard files missing in {path}: {', '.join(missing)}")
@@ -31,10 +33,13 @@ def load_weights(path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
     state = {}
     for f in _weight_files(Path(path)):
-        try: state.update(load_file(str(f)))
-        except Exception as e: raise ValueError(f"checkpoint: cannot read {f.name} ({type(e).__name__}: {e})") from None
+        try:
+            state.update(load_file(str(f)))
+        except Exception as e:
+            raise ValueError(f"checkpoint: cannot read {f.name} ({type(e).__name__}: {e})") from None
     return state
 
+# %% ../../nbs/07_model.ipynb #7d40d8a2
 def load_model(path, dtype: str | torch.dtype | None = None, device='cpu') -> CausalLM:
     "Load a Llama or Qwen2 checkpoint directory (config.json + safetensors) into a `CausalLM`"
     path = Path(path)
@@ -48,8 +53,10 @@ def load_model(path, dtype: str | torch.dtype | None = None, device='cpu') -> Ca
     with torch.device('meta'): m = CausalLM(cfg)
     wanted = {k for k in m.state_dict() if not (cfg.shape.tie_word_embeddings and k == 'lm_head.weight')}
     missing, unexpected = wanted - set(state), set(state) - wanted
-    if missing: raise ValueError(f"checkpoint: {path} lacks {len(missing)} tensors, e.g. {sorted(missing)[:3]}")
-    if unexpected: raise ValueError(f"checkpoint: {path} has unexpected tensors, e.g. {sorted(unexpected)[:3]}")
+    if missing: raise ValueError(f"checkpoint: {path} lacks {len(missing)} tensors, e.g. "
+                                 f"{sorted(missing)[:3]}")
+    if unexpected: raise ValueError(f"checkpoint: {path} has unexpected tensors, e.g. "
+                                    f"{sorted(unexpected)[:3]}")
     m = CausalLM(cfg).to(getattr(torch, cfg.shape.dtype))
     m.load_state_dict(state, strict=False)
     return m.to(device).eval()
@@ -59,6 +66,10 @@ def save_model(model: CausalLM, path) -> Path:
     from safetensors.torch import save_file
     path = Path(path); path.mkdir(parents=True, exist_ok=True)
     (path / 'config.json').write_text(json.dumps(config_to_hf(model.config), indent=2))
-    state = {k: v.contiguous() for k, v in model.state_dict().items() if not (model.config.shape.tie_word_embeddings and k == 'lm_head.weight')}
+    state = {
+        k: v.contiguous()
+        for k, v in model.state_dict().items()
+        if not (model.config.shape.tie_word_embeddings and k == 'lm_head.weight')
+    }
     save_file(state, str(path / 'model.safetensors'))
     return path

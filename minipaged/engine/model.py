@@ -14,6 +14,7 @@ from ..attention.cache import allocate_kv_cache, check_slot_mapping, write_kv
 from .backend import (attention_calls, AttentionMetadata, last_token_calls,
                                       select_attention_backend)
 from .model_config import ModelConfig
+from ..utils import patch_to
 
 # %% auto #0
 __all__ = ['RMSNorm', 'rope_table', 'apply_rope', 'Attention', 'MLP', 'DecoderLayer', 'CausalLM', 'random_model',
@@ -59,12 +60,15 @@ class Attention(nn.Module):
         k = apply_rope(self.k_proj(x).view(T, self.num_kv_heads, self.head_dim), cos, sin)
         v = self.v_proj(x).view(T, self.num_kv_heads, self.head_dim)
         k_cache, v_cache = kv_cache
-        write_kv(k_cache, v_cache, k, v, meta.slot_mapping, checked=True)                  # the model checked it once for all layers
+        # the model checked it once for all layers
+        write_kv(k_cache, v_cache, k, v, meta.slot_mapping, checked=True)
         if rows is not None: x, cos, sin = x[rows], cos[rows], sin[rows]
         n = x.shape[0]
         q = apply_rope(self.q_proj(x).view(n, self.num_heads, self.head_dim), cos, sin)
-        outs = [fn(q[r], k_cache, v_cache, *args, **kw) for fn, r, args, kw in calls]      # decodes, then prefill chunks
-        if not outs: return x                                                          # no rows wanted: nothing to attend
+        # decodes, then prefill chunks
+        outs = [fn(q[r], k_cache, v_cache, *args, **kw) for fn, r, args, kw in calls]
+        # no rows wanted: nothing to attend
+        if not outs: return x
         return self.o_proj((outs[0] if len(outs) == 1 else torch.cat(outs)).reshape(n, -1))
 
 # %% ../../nbs/07_model.ipynb #cddc6938
@@ -82,10 +86,14 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         s = cfg.shape
-        self.input_layernorm, self.post_attention_layernorm = RMSNorm(s.hidden_size, cfg.rms_norm_eps), RMSNorm(s.hidden_size, cfg.rms_norm_eps)
+        self.input_layernorm, self.post_attention_layernorm = (
+            RMSNorm(s.hidden_size, cfg.rms_norm_eps),
+            RMSNorm(s.hidden_size, cfg.rms_norm_eps),
+        )
         self.self_attn, self.mlp = Attention(s), MLP(s)
     def forward(self, x, cos, sin, meta, kv_cache, calls, rows=None):
-        x = (x if rows is None else x[rows]) + self.self_attn(self.input_layernorm(x), cos, sin, meta, kv_cache, calls, rows)
+        x = (x if rows is None else x[rows]) + self.self_attn(self.input_layernorm(x), cos, sin, meta,
+                                                              kv_cache, calls, rows)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 # %% ../../nbs/07_model.ipynb #9b035c05
@@ -97,6 +105,7 @@ class _Decoder(nn.Module):
         self.layers = nn.ModuleList([DecoderLayer(cfg) for _ in range(s.num_layers)])
         self.norm = RMSNorm(s.hidden_size, cfg.rms_norm_eps)
 
+# %% ../../nbs/07_model.ipynb #96b2ef5a
 class CausalLM(nn.Module):
     "A Llama-family causal language model over a paged KV cache"
     def __init__(self, cfg: ModelConfig):
@@ -106,30 +115,43 @@ class CausalLM(nn.Module):
         self.lm_head = nn.Linear(s.hidden_size, s.vocab_size, bias=False)
         if s.tie_word_embeddings: self.lm_head.weight = self.model.embed_tokens.weight
         cos, sin = rope_table(s.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
-        self.register_buffer('rope_cos', cos, persistent=False); self.register_buffer('rope_sin', sin, persistent=False)
+        self.register_buffer('rope_cos', cos, persistent=False)
+        self.register_buffer('rope_sin', sin, persistent=False)
 
-    def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None, last_of=None) -> torch.Tensor:
-        "Hidden states `[num_tokens, hidden]` of the packed new tokens — or, given `last_of` (sequence indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`"
+    def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None,
+                last_of=None) -> torch.Tensor:
+        """Hidden states `[num_tokens, hidden]` of the packed new tokens — or, given `last_of` (sequence
+        indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`"""
         k0, backend = kv_caches[0][0], backend or select_attention_backend('torch')
         if last_of is not None:
             last_of = torch.as_tensor(last_of, dtype=torch.long, device=k0.device)
-            if meta.is_decode and torch.equal(last_of, torch.arange(meta.context_lens.numel(), device=k0.device)): last_of = None   # every row is wanted anyway
-        check_slot_mapping(meta.slot_mapping, input_ids.numel(), k0.shape[0] * k0.shape[1], k0.device)   # once, for every layer's write
-        if meta.slot_mapping.dtype != torch.int64: raise ValueError(f"slot_mapping must be int64, got {meta.slot_mapping.dtype}")
-        calls = attention_calls(meta, backend, k0)                                  # planned once, used by every layer
+            # every row is wanted anyway
+            if meta.is_decode and torch.equal(
+                last_of, torch.arange(meta.context_lens.numel(), device=k0.device)
+            ):
+                last_of = None
+        # once, for every layer's write
+        check_slot_mapping(meta.slot_mapping, input_ids.numel(), k0.shape[0] * k0.shape[1], k0.device)
+        if meta.slot_mapping.dtype != torch.int64: raise ValueError("slot_mapping must be int64, got "
+                                                                    f"{meta.slot_mapping.dtype}")
+        # planned once, used by every layer
+        calls = attention_calls(meta, backend, k0)
         cos, sin = self.rope_cos[meta.positions], self.rope_sin[meta.positions]
         x = self.model.embed_tokens(input_ids)
         layers = list(zip(self.model.layers, kv_caches))
         if last_of is not None: (last, last_kv), layers = layers[-1], layers[:-1]
         for layer, kv in layers: x = layer(x, cos, sin, meta, kv, calls)
-        if last_of is not None:                                                      # the last layer: only the rows that will be sampled
+        # the last layer: only the rows that will be sampled
+        if last_of is not None:
             rows, last_calls = last_token_calls(meta, backend, k0, last_of)
             x = last(x, cos, sin, meta, last_kv, last_calls, rows)
         return self.model.norm(x)
 
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        "float32 logits of the given hidden rows"
-        return self.lm_head(hidden).float()
+# %% ../../nbs/07_model.ipynb #2c682e25
+@patch_to(CausalLM)
+def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    "float32 logits of the given hidden rows"
+    return self.lm_head(hidden).float()
 
 # %% ../../nbs/07_model.ipynb #7b76e475
 def random_model(cfg: ModelConfig, seed: int = 0, std: float = 0.02) -> CausalLM:
@@ -142,14 +164,21 @@ def random_model(cfg: ModelConfig, seed: int = 0, std: float = 0.02) -> CausalLM
             else: p.copy_(torch.randn(p.shape, generator=g) * std)
     return m.to(getattr(torch, cfg.shape.dtype)).eval()
 
-def allocate_model_cache(cfg: ModelConfig, num_blocks: int, block_size: int, dtype=None, device='cpu') -> list:
+def allocate_model_cache(
+    cfg: ModelConfig, num_blocks: int, block_size: int, dtype=None, device='cpu'
+) -> list:
     "One (k_cache, v_cache) pair per layer, each `[num_blocks, block_size, num_kv_heads, head_dim]`"
     s = cfg.shape
     dtype = dtype or getattr(torch, s.kv_dtype)
-    return [allocate_kv_cache(num_blocks, block_size, s.num_kv_heads, s.head_dim, dtype=dtype, device=device) for _ in range(s.num_layers)]
+    return [
+        allocate_kv_cache(num_blocks, block_size, s.num_kv_heads, s.head_dim, dtype=dtype, device=device)
+        for _ in range(s.num_layers)
+    ]
 
 # %% ../../nbs/07_model.ipynb #b1e262d2
-def single_sequence_metadata(block_table: list[int], start: int, num_new: int, block_size: int) -> AttentionMetadata:
+def single_sequence_metadata(
+    block_table: list[int], start: int, num_new: int, block_size: int
+) -> AttentionMetadata:
     "Metadata for one sequence computing positions [start, start+num_new) with the given block table"
     pos = torch.arange(start, start + num_new)
     bt = torch.tensor(block_table, dtype=torch.int64)
@@ -171,7 +200,8 @@ def contiguous_forward(model: CausalLM, token_ids: torch.Tensor) -> torch.Tensor
         q = apply_rope(a.q_proj(h).view(n, s.num_q_heads, s.head_dim), cos, sin).transpose(0, 1)
         k = apply_rope(a.k_proj(h).view(n, s.num_kv_heads, s.head_dim), cos, sin).transpose(0, 1)
         v = a.v_proj(h).view(n, s.num_kv_heads, s.head_dim).transpose(0, 1)
-        o = F.scaled_dot_product_attention(q, k.repeat_interleave(s.group_size, 0), v.repeat_interleave(s.group_size, 0), is_causal=True)
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(s.group_size, 0),
+                                           v.repeat_interleave(s.group_size, 0), is_causal=True)
         x = x + a.o_proj(o.transpose(0, 1).reshape(n, -1))
         x = x + layer.mlp(layer.post_attention_layernorm(x))
     return model.compute_logits(model.model.norm(x))

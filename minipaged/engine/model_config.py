@@ -14,7 +14,8 @@ from ..accounting.budget import ModelShape, shape_from_hf_config
 # %% ../../nbs/07_model.ipynb #7e76dd0a
 SUPPORTED_ARCHITECTURES = ('LlamaForCausalLM', 'Qwen2ForCausalLM')
 
-def _token_id(t, vocab_size: int) -> bool: return isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab_size
+def _token_id(t, vocab_size: int) -> bool:
+    return isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab_size
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -28,15 +29,21 @@ class ModelConfig:
 
     def __post_init__(self):
         if self.architecture not in SUPPORTED_ARCHITECTURES:
-            raise ValueError(f"architecture {self.architecture!r} is not supported; supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
+            raise ValueError(f"architecture {self.architecture!r} is not supported; supported: "
+                             f"{', '.join(SUPPORTED_ARCHITECTURES)}")
         for k in ('intermediate_size', 'vocab_size'):
             if getattr(self.shape, k) is None: raise ValueError(f"config needs {k}")
-        if self.shape.head_dim % 2: raise ValueError(f"head_dim must be even for rotary embeddings, got {self.shape.head_dim}")
-        V = self.shape.vocab_size                     # a special token id that is not a token would never match: refuse it here
+        if self.shape.head_dim % 2: raise ValueError("head_dim must be even for rotary embeddings, got "
+                                                     f"{self.shape.head_dim}")
+        # a special token id that is not a token would never match: refuse it here
+        V = self.shape.vocab_size
         if not isinstance(self.eos_token_ids, tuple) or not all(_token_id(t, V) for t in self.eos_token_ids):
-            raise ValueError(f"eos_token_ids must be a tuple of token ids in [0, {V}), got {self.eos_token_ids!r}")
+            raise ValueError(f"eos_token_ids must be a tuple of token ids in [0, {V}), got "
+                             f"{self.eos_token_ids!r}")
         if self.bos_token_id is not None and not _token_id(self.bos_token_id, V):
-            raise ValueError(f"bos_token_id must be a token id in [0, {V}) or None, got {self.bos_token_id!r}")
+            raise ValueError(
+                f"bos_token_id must be a token id in [0, {V}) or None, got {self.bos_token_id!r}"
+            )
     @property
     def max_position_embeddings(self) -> int: return self.shape.max_position_embeddings or 2048
 
@@ -52,33 +59,48 @@ def config_from_hf(config) -> ModelConfig:
     if not isinstance(config, dict):
         p = Path(config); p = p / 'config.json' if p.is_dir() else p
         if not p.exists(): raise ValueError(f"checkpoint: no config.json at {p}")
-        try: config = json.loads(p.read_text())
-        except json.JSONDecodeError as e: raise ValueError(f"checkpoint: {p} is not valid JSON ({e})") from None
+        try:
+            config = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"checkpoint: {p} is not valid JSON ({e})") from None
     archs = config.get('architectures') or []
     arch = next((a for a in archs if a in SUPPORTED_ARCHITECTURES), archs[0] if archs else None)
-    if arch is None: arch = {'llama': 'LlamaForCausalLM', 'qwen2': 'Qwen2ForCausalLM'}.get(config.get('model_type'), str(config.get('model_type')))
+    if arch is None:
+        arch = {'llama': 'LlamaForCausalLM', 'qwen2': 'Qwen2ForCausalLM'}.get(
+            config.get('model_type'), str(config.get('model_type'))
+        )
     if arch not in SUPPORTED_ARCHITECTURES:
-        raise ValueError(f"architecture {arch!r} is not supported; supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
+        raise ValueError(f"architecture {arch!r} is not supported; supported: "
+                         f"{', '.join(SUPPORTED_ARCHITECTURES)}")
     eos = config.get('eos_token_id')
-    eos = tuple(eos) if isinstance(eos, (list, tuple)) else (() if eos is None else (eos,))   # checked by ModelConfig: ["2"] is refused
-    shape = shape_from_hf_config({**config, 'model_type': 'qwen2' if arch == 'Qwen2ForCausalLM' else config.get('model_type', 'llama')})
-    return ModelConfig(shape=shape, rope_theta=_rope_theta(config), rms_norm_eps=float(config.get('rms_norm_eps', 1e-6)),
-                       architecture=arch, bos_token_id=config.get('bos_token_id'), eos_token_ids=eos)
+    # checked by ModelConfig: ["2"] is refused
+    eos = tuple(eos) if isinstance(eos, (list, tuple)) else (() if eos is None else (eos,))
+    shape = shape_from_hf_config(
+        {**config, 'model_type': 'qwen2' if arch == 'Qwen2ForCausalLM' else config.get('model_type', 'llama')}
+    )
+    return ModelConfig(shape=shape, rope_theta=_rope_theta(config),
+                       rms_norm_eps=float(config.get('rms_norm_eps', 1e-6)), architecture=arch,
+                       bos_token_id=config.get('bos_token_id'), eos_token_ids=eos)
 
+# %% ../../nbs/07_model.ipynb #f1bd1016
 def config_to_hf(cfg: ModelConfig) -> dict:
     "The `config.json` dict of `cfg`, as `transformers` writes it"
     s = cfg.shape
-    return dict(_name_or_path=s.name, architectures=[cfg.architecture], model_type='qwen2' if cfg.architecture == 'Qwen2ForCausalLM' else 'llama',
-                vocab_size=s.vocab_size, hidden_size=s.hidden_size, intermediate_size=s.intermediate_size, num_hidden_layers=s.num_layers,
-                num_attention_heads=s.num_q_heads, num_key_value_heads=s.num_kv_heads, head_dim=s.head_dim, rms_norm_eps=cfg.rms_norm_eps,
-                rope_theta=cfg.rope_theta, max_position_embeddings=cfg.max_position_embeddings, tie_word_embeddings=s.tie_word_embeddings,
-                attention_bias=s.attention_bias, bos_token_id=cfg.bos_token_id, eos_token_id=list(cfg.eos_token_ids) or None,
+    return dict(_name_or_path=s.name, architectures=[cfg.architecture],
+                model_type='qwen2' if cfg.architecture == 'Qwen2ForCausalLM' else 'llama',
+                vocab_size=s.vocab_size, hidden_size=s.hidden_size, intermediate_size=s.intermediate_size,
+                num_hidden_layers=s.num_layers, num_attention_heads=s.num_q_heads,
+                num_key_value_heads=s.num_kv_heads, head_dim=s.head_dim, rms_norm_eps=cfg.rms_norm_eps,
+                rope_theta=cfg.rope_theta, max_position_embeddings=cfg.max_position_embeddings,
+                tie_word_embeddings=s.tie_word_embeddings, attention_bias=s.attention_bias,
+                bos_token_id=cfg.bos_token_id, eos_token_id=list(cfg.eos_token_ids) or None,
                 hidden_act='silu', torch_dtype=s.dtype)
 
 # %% ../../nbs/07_model.ipynb #cb7ba311
 def tiny_config(architecture: str = 'LlamaForCausalLM', **shape_kw) -> ModelConfig:
     "A small Llama (or Qwen2) configuration for tests and demos; `shape_kw` overrides shape fields"
-    kw = dict(num_layers=4, num_q_heads=8, num_kv_heads=4, head_dim=32, hidden_size=256, intermediate_size=512,
-              vocab_size=256, dtype='float32', name=f'tiny-{architecture[:-11].lower()}', max_position_embeddings=1024,
+    kw = dict(num_layers=4, num_q_heads=8, num_kv_heads=4, head_dim=32, hidden_size=256,
+              intermediate_size=512, vocab_size=256, dtype='float32',
+              name=f'tiny-{architecture[:-11].lower()}', max_position_embeddings=1024,
               attention_bias=architecture == 'Qwen2ForCausalLM') | shape_kw
     return ModelConfig(shape=ModelShape(**kw), architecture=architecture, bos_token_id=1, eos_token_ids=(2,))

@@ -15,7 +15,8 @@ from .blocks import BlockManager
 # %% ../../nbs/05_block_manager.ipynb #a9a940c6
 @patch_to(BlockManager)
 def pool_rows(self) -> list[dict]:
-    "One row per physical block: state (free, cached, used, shared, in flight), reference count, holders `seq[i]`, cache key, tokens"
+    """One row per physical block: state (free, cached, used, shared, in flight), reference count, holders
+    `seq[i]`, cache key, tokens"""
     B, holders, tokens = self.block_size, [[] for _ in range(self.num_blocks)], [None] * self.num_blocks
     for sid, s in self._seqs.items():
         for i, b in enumerate(s.blocks):
@@ -24,21 +25,49 @@ def pool_rows(self) -> list[dict]:
     rows = []
     for b in range(self.num_blocks):
         r, keyed = self._ref[b], self._key[b] is not None
-        state = 'shared' if r > 1 else 'used' if r else 'in flight' if self._pins[b] else 'cached' if keyed else 'free'
+        state = (
+            'shared'
+            if r > 1
+            else 'used'
+            if r
+            else 'in flight'
+            if self._pins[b]
+            else 'cached'
+            if keyed
+            else 'free'
+        )
         toks = tokens[b] if tokens[b] is not None else self._content[b][2] if keyed else ()
-        rows.append(dict(block=b, state=state, refcount=r, holders=' '.join(holders[b]), keyed=keyed, tokens=' '.join(map(str, toks))))
+        rows.append(
+            dict(
+                block=b,
+                state=state,
+                refcount=r,
+                holders=' '.join(holders[b]),
+                keyed=keyed,
+                tokens=' '.join(map(str, toks)),
+            )
+        )
     return rows
 
-POOL_COLORS = {'free': '#eeeeee', 'cached': '#9ecae1', 'used': '#a1d99b', 'shared': '#fdae6b', 'in flight': '#fc9272'}
+POOL_COLORS = {'free': '#eeeeee', 'cached': '#9ecae1', 'used': '#a1d99b', 'shared': '#fdae6b',
+               'in flight': '#fc9272'}
 
+# %% ../../nbs/05_block_manager.ipynb #4e1262d0
 def pool_html(rows: list[dict], title: str = '') -> str:
     "An HTML grid of `pool_rows()`: one cell per block, coloured by state, with its count, holders and tokens"
-    cell = ("<div style='display:inline-block;width:104px;height:70px;margin:2px;padding:3px;border:1px solid #777;"
-            "background:{c};font:11px monospace;vertical-align:top;overflow:hidden'><b>#{block}</b> {state}{k}<br>ref {refcount}"
-            "<br>{holders}<br><span style='color:#555'>{tokens}</span></div>")
+    cell = (
+        """<div style='display:inline-block;width:104px;height:70px;margin:2px;padding:3px;border:1px solid
+        #777;"""
+        """background:{c};font:11px monospace;vertical-align:top;overflow:hidden'><b>#{block}</b>
+            {state}{k}<br>ref {refcount}"""
+        "<br>{holders}<br><span style='color:#555'>{tokens}</span></div>"
+    )
     cells = ''.join(cell.format(c=POOL_COLORS[r['state']], k=' &#9911;' if r['keyed'] else '',
                                 **{f: html.escape(str(v)) for f, v in r.items()}) for r in rows)
-    legend = ' '.join(f"<span style='background:{c};padding:0 6px;border:1px solid #777'>{s}</span>" for s, c in POOL_COLORS.items())
+    legend = ' '.join(
+        f"<span style='background:{c};padding:0 6px;border:1px solid #777'>{s}</span>"
+        for s, c in POOL_COLORS.items()
+    )
     return f"<div><b>{html.escape(title)}</b> {legend} &#9911; = in the prefix cache</div><div>{cells}</div>"
 
 # %% ../../nbs/05_block_manager.ipynb #329ffd0f
@@ -48,24 +77,39 @@ def plot_pool(frames: list[tuple[str, list[dict]]], width: int | None = None):
     from matplotlib.patches import Rectangle
     n = len(frames[0][1]); width = width or n
     rows_per = -(-n // width)
-    fig, axes = plt.subplots(len(frames), 1, figsize=(1.25 * width, 1.35 * rows_per * len(frames) + 0.3), squeeze=False)
+    fig, axes = plt.subplots(len(frames), 1, figsize=(1.25 * width, 1.35 * rows_per * len(frames) + 0.3),
+                             squeeze=False)
     for ax, (title, rows) in zip(axes[:, 0], frames):
         for r in rows:
             x, y = r['block'] % width, -(r['block'] // width)
-            ax.add_patch(Rectangle((x + .03, y + .03), .94, .94, facecolor=POOL_COLORS[r['state']], edgecolor='#555'))
+            ax.add_patch(
+                Rectangle(
+                    (x + 0.03, y + 0.03), 0.94, 0.94, facecolor=POOL_COLORS[r['state']], edgecolor='#555'
+                )
+            )
             label = f"#{r['block']} ref {r['refcount']}" + (' key' if r['keyed'] else '')
             ax.text(x + .08, y + .8, label, fontsize=7, va='top', weight='bold')
             ax.text(x + .08, y + .55, r['holders'].replace(' ', '\n') or r['state'], fontsize=7, va='top')
             ax.text(x + .08, y + .12, r['tokens'], fontsize=6, color='#444')
-        ax.set(xlim=(0, width), ylim=(-rows_per + 1, 1), title=title); ax.axis('off'); ax.title.set_fontsize(9)
-    fig.legend(handles=[Rectangle((0, 0), 1, 1, facecolor=c, edgecolor='#555', label=s) for s, c in POOL_COLORS.items()],
-               loc='lower center', ncol=len(POOL_COLORS), fontsize=8, frameon=False)
+        ax.set(xlim=(0, width), ylim=(-rows_per + 1, 1), title=title)
+        ax.axis('off')
+        ax.title.set_fontsize(9)
+    fig.legend(
+        handles=[
+            Rectangle((0, 0), 1, 1, facecolor=c, edgecolor='#555', label=s) for s, c in POOL_COLORS.items()
+        ],
+        loc='lower center',
+        ncol=len(POOL_COLORS),
+        fontsize=8,
+        frameon=False,
+    )
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
 # %% ../../nbs/05_block_manager.ipynb #2e1b752e
 def pool_scenario() -> list[dict]:
-    "A scripted scenario in a 10-block pool of 4-slot blocks, one frame (caption, pool rows, metrics) per step"
+    """A scripted scenario in a 10-block pool of 4-slot blocks, one frame (caption, pool rows, metrics) per
+    step"""
     bm, frames, prefix = BlockManager(10, 4), [], [1, 2, 3, 4, 5, 6, 7, 8]
     def frame(caption):
         bm.check()
@@ -78,18 +122,24 @@ def pool_scenario() -> list[dict]:
     bm.fork('A', 'A2')
     frame('A is sampled twice: fork A -> A2 shares all 3 of A\'s blocks')
     copies = bm.append('A2', [30]) + bm.append('A', [31]); bm.copies_done()
-    frame(f'A2 writes its token: copy-on-write {copies[0]}; then A writes in place (its block is no longer shared)')
+    frame(f'A2 writes its token: copy-on-write {copies[0]}; then A writes in place (its block is no longer '
+          'shared)')
     bm.free('B')
-    frame('B is cancelled: every reference it held is released once; its private block is free, the prefix still held')
+    frame('B is cancelled: every reference it held is released once; its private block is free, the prefix '
+          'still held')
     bm.free('A'); bm.free('A2')
-    frame('A and A2 finish: the prefix blocks stay cached, unreferenced; the partial blocks go to the free list')
+    frame('A and A2 finish: the prefix blocks stay cached, unreferenced; the partial blocks go to the free '
+          'list')
     bm.allocate('C', range(100, 135))
-    frame('C needs 9 blocks: 8 free ones, then the least recently used cached block is evicted — the tail of the prefix first')
+    frame('C needs 9 blocks: 8 free ones, then the least recently used cached block is evicted — the tail of '
+          'the prefix first')
     bm.free('C')
     hit = bm.allocate('D', prefix + [40])
-    frame(f'C is cancelled before computing; D with the same prefix finds only its head block: {hit} tokens cached')
+    frame(f'C is cancelled before computing; D with the same prefix finds only its head block: {hit} tokens '
+          'cached')
     return frames
 
+# %% ../../nbs/05_block_manager.ipynb #4b3fed8a
 def pool_stepper(frames: list[dict] | None = None):
     "An ipywidgets step-through of `frames` (default: `pool_scenario()`), with previous/next buttons"
     import ipywidgets as W
@@ -98,9 +148,13 @@ def pool_stepper(frames: list[dict] | None = None):
     def show():
         f, i = frames[pos[0]], pos[0]
         m = f['metrics']
-        view.value = (pool_html(f['rows'], f"step {i} of {len(frames) - 1}: {f['caption']}") +
-                      f"<div style='font:12px monospace'>used {m['used']}, cached {m['cached']}, free {m['free']}, high water "
-                      f"{m['high_water']}, prefix hits {m['prefix_hit_tokens']} tokens, copies {m['cow_copies']}, evictions {m['evictions']}</div>")
+        view.value = (
+            pool_html(f['rows'], f"step {i} of {len(frames) - 1}: {f['caption']}")
+            + f"<div style='font:12px monospace'>used {m['used']}, cached {m['cached']}, free "
+            f"{m['free']}, high water "
+            f"{m['high_water']}, prefix hits {m['prefix_hit_tokens']} tokens, copies {m['cow_copies']}, "
+            f"evictions {m['evictions']}</div>"
+        )
         prev.disabled, nxt.disabled = i == 0, i == len(frames) - 1
     def go(step): pos[0] = min(max(pos[0] + step, 0), len(frames) - 1); show()
     prev.on_click(lambda _: go(-1)); nxt.on_click(lambda _: go(1))

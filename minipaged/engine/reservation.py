@@ -14,51 +14,72 @@ __all__ = ['ReservationManager', 'run_batch']
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #a64a147a
 class _Reserved:
-    "One sequence of the reservation baseline: its region, token ids, computed count, copies not yet handed out"
+    """One sequence of the reservation baseline: its region, token ids, computed count, copies not yet handed
+    out"""
     __slots__ = ('region', 'tokens', 'num_computed', 'pending')
     def __init__(self, region, tokens, num_computed=0, pending=()):
-        self.region, self.tokens, self.num_computed, self.pending = region, tokens, num_computed, list(pending)
+        self.region, self.tokens, self.num_computed, self.pending = (
+            region,
+            tokens,
+            num_computed,
+            list(pending),
+        )
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #a2d3e9c5
 class ReservationManager(Allocator):
-    "The fixed-reservation baseline: each sequence reserves blocks for `max_model_len` tokens; `BlockManager`'s interface"
-    def __init__(self, num_blocks: int, block_size: int, max_model_len: int, enable_prefix_caching: bool = False,
-                 context: CacheKeyContext = CacheKeyContext(), record_fresh: bool = False):
-        self.num_blocks, self.block_size = check_positive('num_blocks', num_blocks), check_positive('block_size', block_size)
+    "The fixed-reservation baseline: each sequence reserves blocks for `max_model_len` tokens; an `Allocator`"
+    defers_fork_copies = True                      # a fork's copies come with the child's first append
+    num_cached_blocks = 0                          # no prefix cache
+
+    def __init__(self, num_blocks: int, block_size: int, max_model_len: int,
+                 enable_prefix_caching: bool = False, context: CacheKeyContext = CacheKeyContext(),
+                 record_fresh: bool = False):
+        self.num_blocks = check_positive('num_blocks', num_blocks)
+        self.block_size = check_positive('block_size', block_size)
         self.max_model_len = check_positive('max_model_len', max_model_len)
-        if enable_prefix_caching: raise ValueError("enable_prefix_caching must be False: the reservation baseline has no prefix cache")
+        if enable_prefix_caching:
+            raise ValueError("enable_prefix_caching must be False: the reservation baseline has no prefix "
+                             "cache")
         self.enable_prefix_caching, self.context = False, context
         self.reservation = cdiv(max_model_len, block_size)             # blocks per sequence
         if self.reservation > num_blocks:
-            raise ValueError(f"num_blocks {num_blocks} cannot hold one reservation of {self.reservation} blocks "
-                             f"(max_model_len {max_model_len}, block_size {block_size})")
+            raise ValueError(
+                f"num_blocks {num_blocks} cannot hold one reservation of {self.reservation} blocks "
+                f"(max_model_len {max_model_len}, block_size {block_size})"
+            )
         self.num_regions = num_blocks // self.reservation
-        self._region_ref = [0] * self.num_regions                      # its owner + the pending and in-flight copies using it
-        self._region_gen = [0] * self.num_regions                      # a region's version: owners it has been handed to
-        self._in_flight = []                                           # handed-out copies (src, dst, their regions' versions)
+        self._region_ref = [0] * self.num_regions     # its owner + the pending and in-flight copies using it
+        self._region_gen = [0] * self.num_regions     # a region's version: owners it has been handed to
+        self._in_flight = []                          # handed-out copies (src, dst, their regions' versions)
         self._free_regions = list(range(self.num_regions - 1, -1, -1))
         self._seqs, self._high_water, self._copies = {}, 0, 0
-        self._fresh = [] if record_fresh else None                     # every block of each region handed out
+        self._fresh = [] if record_fresh else None    # every block of each region handed out
 
-    defers_fork_copies = True                                      # a fork's copies come with the child's first append
-    num_cached_blocks = 0
-    @property
-    def num_used_blocks(self) -> int: return (self.num_regions - len(self._free_regions)) * self.reservation
-    @property
-    def num_free_blocks(self) -> int: return len(self._free_regions) * self.reservation
-    @property
-    def num_available_blocks(self) -> int: return self.num_free_blocks
-    @property
-    def num_copies_in_flight(self) -> int: return len(self._in_flight)
-    @property
-    def copies_in_flight(self) -> list[tuple[int, int]]: return [(src, dst) for src, dst, _, _ in self._in_flight]
-    def __repr__(self):
-        return f"ReservationManager({self.num_regions} regions of {self.reservation} blocks of {self.block_size}: {len(self._seqs)} sequences)"
+# %% ../../nbs/05b_reservation_baseline.ipynb #1a2e621e
+@patch_to(ReservationManager, as_prop=True)
+def num_used_blocks(self) -> int: return (self.num_regions - len(self._free_regions)) * self.reservation
+@patch_to(ReservationManager, as_prop=True)
+def num_free_blocks(self) -> int: return len(self._free_regions) * self.reservation
+@patch_to(ReservationManager, as_prop=True)
+def num_available_blocks(self) -> int: return self.num_free_blocks
+@patch_to(ReservationManager, as_prop=True)
+def num_copies_in_flight(self) -> int: return len(self._in_flight)
+@patch_to(ReservationManager, as_prop=True)
+def copies_in_flight(self) -> list[tuple[int, int]]: return [(s, d) for s, d, _, _ in self._in_flight]
+
+@patch_to(ReservationManager)
+def __repr__(self):
+    return (
+        f"ReservationManager({self.num_regions} regions of {self.reservation} blocks of {self.block_size}: "
+        f"{len(self._seqs)} sequences)"
+    )
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #7663ab13
 @patch_to(ReservationManager)
 def _reserve(self) -> int:
     "Take a free region (reference count 1), or raise `NoFreeBlocksError`"
-    if not self._free_regions: raise NoFreeBlocksError('no free reservation region', needed=self.reservation, available=0)
+    if not self._free_regions:
+        raise NoFreeBlocksError('no free reservation region', needed=self.reservation, available=0)
     r = self._free_regions.pop()
     self._region_ref[r] = 1
     self._region_gen[r] += 1
@@ -87,6 +108,7 @@ def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
     "`(fits, 0)`: a reservation caches nothing"
     return self.can_allocate(token_ids, salt), 0
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #bef7d250
 @patch_to(ReservationManager)
 def allocate(self, seq_id, token_ids, salt=None) -> int:
     "Admit `seq_id` into a region of its own; return 0 (nothing is ever cached)"
@@ -94,7 +116,8 @@ def allocate(self, seq_id, token_ids, salt=None) -> int:
     tokens = list(token_ids)
     if not tokens: raise ValueError("token_ids must hold at least one token")
     if len(tokens) > self.max_model_len:
-        raise ValueError(f"token_ids: a prompt of {len(tokens)} tokens does not fit max_model_len = {self.max_model_len}")
+        raise ValueError(f"token_ids: a prompt of {len(tokens)} tokens does not fit max_model_len = "
+                         f"{self.max_model_len}")
     self._seqs[seq_id] = _Reserved(self._reserve(), tokens)
     return 0
 
@@ -109,12 +132,15 @@ def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
     "Add `token_ids` inside the reservation; return the fork copies still pending for this sequence"
     seq, token_ids = self._get(seq_id), list(token_ids)
     if len(seq.tokens) + len(token_ids) > self.max_model_len:
-        raise ValueError(f"token_ids: seq_id {seq_id!r} would hold {len(seq.tokens) + len(token_ids)} tokens, "
-                         f"more than max_model_len = {self.max_model_len}")
+        raise ValueError(
+            f"token_ids: seq_id {seq_id!r} would hold {len(seq.tokens) + len(token_ids)} tokens, "
+            f"more than max_model_len = {self.max_model_len}"
+        )
     seq.tokens.extend(token_ids)
     copies, seq.pending = seq.pending, []
     R, gen = self.reservation, self._region_gen
-    for src, dst in copies:                                            # handed to the engine: in flight until copies_done()
+    # handed to the engine: in flight until copies_done()
+    for src, dst in copies:
         self._region_ref[dst // R] += 1
         self._in_flight.append((src, dst, gen[src // R], gen[dst // R]))
     return copies
@@ -134,6 +160,7 @@ def slots(self, seq_id, start: int, end: int) -> list[int]:
     base = seq.region * self.reservation * self.block_size
     return list(range(base + start, base + end))
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #e9ba2a02
 @patch_to(ReservationManager)
 def block_table(self, seq_id) -> list[int]:
     "The whole reserved region of `seq_id`"
@@ -154,19 +181,23 @@ def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
     "Record that the engine wrote K/V for the first `num_computed_tokens` positions"
     seq, n = self._get(seq_id), num_computed_tokens
     if not isinstance(n, int) or not 0 <= n <= len(seq.tokens):
-        raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {len(seq.tokens)}], got {n!r}")
+        raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {len(seq.tokens)}], "
+                         f"got {n!r}")
     seq.num_computed = max(seq.num_computed, n)
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #59b1d07e
 @patch_to(ReservationManager)
 def fork(self, parent_id, child_id) -> None:
-    "Start `child_id` in a region of its own; the copies of the parent's filled blocks come with its next `append`"
+    """Start `child_id` in a region of its own; the copies of the parent's filled blocks come with its next
+    `append`"""
     parent = _fork_parent(self, parent_id, child_id)
-    in_transit = {dst: src for src, dst in parent.pending}             # the parent's own content may not be copied in yet
+    # the parent's own content may not be copied in yet
+    in_transit = {dst: src for src, dst in parent.pending}
     filled = self._blocks(parent.region)[:self.blocks_needed(len(parent.tokens))]
     copies = [(in_transit.get(b, b), dst) for b, dst in zip(filled, self._blocks(self._reserve()))]
     for src, _ in copies: self._region_ref[src // self.reservation] += 1
-    self._seqs[child_id] = _Reserved(copies[0][1] // self.reservation, list(parent.tokens), parent.num_computed, copies)
+    self._seqs[child_id] = _Reserved(copies[0][1] // self.reservation, list(parent.tokens),
+                                     parent.num_computed, copies)
     self._copies += len(copies)
 
 @patch_to(ReservationManager)
@@ -180,35 +211,45 @@ def free(self, seq_id) -> None:
 @patch_to(ReservationManager)
 def metrics(self) -> dict:
     "The same keys as `BlockManager.metrics`; `cow_copies` counts the blocks fork copied"
-    return dict(used=self.num_used_blocks, cached=0, free=self.num_free_blocks, high_water=self._high_water, prefix_hit_blocks=0,
-                prefix_hit_tokens=0, prefix_query_tokens=0, cow_copies=self._copies, evictions=0)
+    return dict(used=self.num_used_blocks, cached=0, free=self.num_free_blocks, high_water=self._high_water,
+                prefix_hit_blocks=0, prefix_hit_tokens=0, prefix_query_tokens=0, cow_copies=self._copies,
+                evictions=0)
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #059a3de3
 @patch_to(ReservationManager)
 def check(self) -> None:
-    "Each region is free or held by its owner plus the copies pending or in flight that use it; sequences fit their regions"
+    """Each region is free or held by its owner plus the copies pending or in flight that use it; sequences
+    fit their regions"""
     R, want = self.reservation, [0] * self.num_regions
     for src, dst, v_src, v_dst in self._in_flight:
         for b, v in ((src, v_src), (dst, v_dst)):
-            assert self._region_gen[b // R] == v, f"region {b // R} was handed out again while an in-flight copy uses block {b}"
+            assert self._region_gen[b // R] == v, (
+                f"region {b // R} was handed out again while an in-flight copy uses block {b}"
+            )
             want[b // R] += 1
     for sid, s in self._seqs.items():
         want[s.region] += 1
-        assert len(s.tokens) <= self.max_model_len and 0 <= s.num_computed <= len(s.tokens), f"seq {sid!r} outgrew its region"
+        assert len(s.tokens) <= self.max_model_len and 0 <= s.num_computed <= len(s.tokens), (
+            f"seq {sid!r} outgrew its region"
+        )
         for src, _ in s.pending: want[src // R] += 1
     assert want == self._region_ref, f"region reference counts {self._region_ref}, expected {want}"
-    assert sorted(self._free_regions) == [r for r in range(self.num_regions) if want[r] == 0], "free regions are wrong"
+    assert sorted(self._free_regions) == [r for r in range(self.num_regions) if want[r] == 0], (
+        "free regions are wrong"
+    )
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #54920454
 @patch_to(ReservationManager)
 def snapshot(self) -> tuple:
     "Everything observable about the regions, as one value: two snapshots are equal when nothing changed"
     seqs = {s: (q.region, tuple(q.tokens), q.num_computed, tuple(q.pending)) for s, q in self._seqs.items()}
-    return (tuple(self._region_ref), tuple(self._region_gen), tuple(self._free_regions), seqs, self._high_water,
-            self._copies, tuple(self._in_flight), tuple(self._fresh or ()))
+    return (tuple(self._region_ref), tuple(self._region_gen), tuple(self._free_regions), seqs,
+            self._high_water, self._copies, tuple(self._in_flight), tuple(self._fresh or ()))
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #3a2d6741
 def run_batch(manager, requests) -> dict:
-    "Run `requests` (dicts: prompt, max_tokens, n=1, salt=None) through `manager` together, one token per step; return its metrics"
+    """Run `requests` (dicts: prompt, max_tokens, n=1, salt=None) through `manager` together, one token per
+    step; return its metrics"""
     live, copies = {}, 0
     for r, req in enumerate(requests):
         manager.allocate((r, 0), req['prompt'], req.get('salt'))
@@ -217,8 +258,10 @@ def run_batch(manager, requests) -> dict:
         for j in range(req.get('n', 1)): live[(r, j)] = req['max_tokens']
     while live:
         for sid in list(live):
-            copies += len(manager.append(sid, [hash((sid, live[sid])) % 32000]))   # a stand-in for the sampled token
-            manager.copies_done()                                                  # (the engine would run them here)
+            # a stand-in for the sampled token
+            copies += len(manager.append(sid, [hash((sid, live[sid])) % 32000]))
+            # (the engine would run them here)
+            manager.copies_done()
             manager.mark_computed(sid, manager.num_tokens(sid))
             live[sid] -= 1
             if not live[sid]: del live[sid]; manager.free(sid)

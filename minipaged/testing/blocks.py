@@ -5,75 +5,114 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['random_ops']
+__all__ = ['RandomOps', 'random_ops']
 
 # %% ../../nbs/05_block_manager.ipynb #1497afc5
 import random
 from collections import Counter
 from ..engine.blocks import BlockManager, NoFreeBlocksError
+from ..utils import patch_to
 
-# %% ../../nbs/05_block_manager.ipynb #cd44d7f1
-def random_ops(seed: int, steps: int, num_blocks: int = 16, block_size: int = 4, manager=None) -> dict:
-    "Random allocate / append / fork / free / compute with check() and the isolation check after every step"
-    rng = random.Random(seed)
-    bm = manager or BlockManager(num_blocks, block_size, record_fresh=True)
-    B, kv, model, salts, counts, nid = bm.block_size, {}, {}, {}, Counter(), 0
-    deferred = bm.defers_fork_copies                # the baseline's fork copies arrive with the child's first append
-    awaiting = set()
-    def write(sid, start, end):                      # the engine: compute positions [start, end) into their slots
+# %% ../../nbs/05_block_manager.ipynb #ae4fe393
+class RandomOps:
+    "Random allocate / append / fork / free on `bm`, against a model of every sequence and of every KV slot"
+    def __init__(self, bm, seed: int):
+        self.bm, self.rng, self.B = bm, random.Random(seed), bm.block_size
+        self.kv, self.model, self.salts, self.counts, self.next_id = {}, {}, {}, Counter(), 0
+        self.awaiting = set()              # children whose deferred fork copies have not arrived yet
+
+    def write(self, sid, start: int, end: int):
+        "The engine: compute positions [start, end) of `sid` into their slots"
+        bm, B = self.bm, self.B
         table = bm.block_table(sid)
         for p, slot in zip(range(start, end), bm.slots(sid, start, end)):
-            assert sum(table[p // B] in bm.block_table(o) for o in model) == 1, 'a write into a shared block'
-            kv[slot] = (salts[sid], model[sid][p])
+            assert sum(table[p // B] in bm.block_table(o) for o in self.model) == 1, (
+                'a write into a shared block'
+            )
+            self.kv[slot] = (self.salts[sid], self.model[sid][p])
         bm.mark_computed(sid, end)
-    def zero_fresh():                                # the engine: zero what was handed out, before any copy or write
-        for b in bm.pop_fresh_blocks():
-            for o in range(B): kv.pop(b * B + o, None)
-    for _ in range(steps):
-        op, live = rng.random(), sorted(model)
-        if op < 0.3 or not live:
-            stem = rng.choice([[1] * 3 * B, [1, 2] * 2 * B, [3] * B + [1] * 2 * B])   # common stems: prefix hits
-            prompt = stem[:rng.randint(1, 3 * B)] + [rng.choice([1, 2, 3]) for _ in range(rng.randint(0, 3))]
-            salt = rng.choice([None, 's'])
-            try: cached = bm.allocate(nid, prompt, salt)
-            except (NoFreeBlocksError, ValueError): counts['refused'] += 1; continue
-            zero_fresh()
-            model[nid], salts[nid] = prompt, salt
-            assert all(kv.get(s) == (salt, t) for s, t in zip(bm.slots(nid, 0, cached), prompt)), 'a prefix hit read wrong KV'
-            counts['hit tokens'] += cached
-            if rng.random() < 0.8: write(nid, cached, len(prompt))
-            nid += 1
-        elif op < 0.7:
-            sid = rng.choice(live)
-            if bm.num_computed(sid) < len(model[sid]): write(sid, bm.num_computed(sid), len(model[sid])); continue
-            tok, can = rng.choice([1, 2, 3]), bm.can_append(sid)
-            try: copies = bm.append(sid, [tok])
-            except (NoFreeBlocksError, ValueError): assert not can; counts['refused'] += 1; continue
-            assert can, 'can_append said no, append succeeded'
-            zero_fresh()
-            for src, dst in copies:
-                for o in range(B): kv[dst * B + o] = kv.get(src * B + o)
-            bm.copies_done()
-            counts['copies'] += len(copies); awaiting.discard(sid)
-            model[sid].append(tok); write(sid, len(model[sid]) - 1, len(model[sid]))
-        elif op < 0.8:
-            sid = rng.choice(live)
-            if bm.num_computed(sid) == len(model[sid]):
-                try: bm.fork(sid, nid)
-                except NoFreeBlocksError: counts['refused'] += 1; continue     # the baseline needs a region to fork
-                zero_fresh()
-                model[nid], salts[nid] = list(model[sid]), salts[sid]; counts['forks'] += 1
-                if deferred: awaiting.add(nid)
-                nid += 1
-        else:
-            sid = rng.choice(live); bm.free(sid); del model[sid]; awaiting.discard(sid); counts['frees'] += 1
+
+    def zero_fresh(self):
+        "The engine: zero every block handed out, before any copy or write"
+        for b in self.bm.pop_fresh_blocks():
+            for o in range(self.B): self.kv.pop(b * self.B + o, None)
+
+    def check(self):
+        "The manager's invariants; every sequence reads back exactly its own K/V, and zeros past it"
+        bm, B = self.bm, self.B
         bm.check()
-        for sid, toks in model.items():
+        for sid, toks in self.model.items():
             assert bm.num_tokens(sid) == len(toks)
-            if sid in awaiting: continue
+            if sid in self.awaiting: continue
             n = bm.num_computed(sid)
-            assert [kv.get(s) for s in bm.slots(sid, 0, n)] == [(salts[sid], t) for t in toks[:n]], 'isolation broken'
-            if not deferred:                         # past its computed tokens, a sequence's pages hold zeros only
+            got = [self.kv.get(s) for s in bm.slots(sid, 0, n)]
+            assert got == [(self.salts[sid], t) for t in toks[:n]], 'isolation broken'
+            if not bm.defers_fork_copies:  # past its computed tokens a page holds zeros only
                 table = bm.block_table(sid)
-                assert all(kv.get(table[q // B] * B + q % B) is None for q in range(n, len(table) * B)), 'a stale slot in a page'
-    return dict(counts)
+                stale = [
+                    q for q in range(n, len(table) * B) if self.kv.get(table[q // B] * B + q % B) is not None
+                ]
+                assert not stale, 'a stale slot in a page'
+
+# %% ../../nbs/05_block_manager.ipynb #e88d15c3
+@patch_to(RandomOps)
+def allocate(self):
+    "A prompt on one of three common stems (so prefixes hit), with a salt or none; computed 4 times in 5"
+    rng, B, bm, sid = self.rng, self.B, self.bm, self.next_id
+    stem = rng.choice([[1] * 3 * B, [1, 2] * 2 * B, [3] * B + [1] * 2 * B])
+    prompt = stem[:rng.randint(1, 3 * B)] + [rng.choice([1, 2, 3]) for _ in range(rng.randint(0, 3))]
+    salt = rng.choice([None, 's'])
+    try: cached = bm.allocate(sid, prompt, salt)
+    except (NoFreeBlocksError, ValueError): self.counts['refused'] += 1; return
+    self.zero_fresh()
+    self.model[sid], self.salts[sid] = prompt, salt
+    hits = [self.kv.get(s) for s in bm.slots(sid, 0, cached)]
+    assert hits == [(salt, t) for t in prompt[:cached]], 'a prefix hit read wrong KV'
+    self.counts['hit tokens'] += cached
+    if rng.random() < 0.8: self.write(sid, cached, len(prompt))
+    self.next_id += 1
+
+@patch_to(RandomOps)
+def append(self, sid):
+    "Finish computing `sid`, or append a token to it: the copies it returns run before the write"
+    bm, B, toks = self.bm, self.B, self.model[sid]
+    if bm.num_computed(sid) < len(toks): return self.write(sid, bm.num_computed(sid), len(toks))
+    tok, can = self.rng.choice([1, 2, 3]), bm.can_append(sid)
+    try: copies = bm.append(sid, [tok])
+    except (NoFreeBlocksError, ValueError): assert not can; self.counts['refused'] += 1; return
+    assert can, 'can_append said no, append succeeded'
+    self.zero_fresh()
+    for src, dst in copies:
+        for o in range(B): self.kv[dst * B + o] = self.kv.get(src * B + o)
+    bm.copies_done()
+    self.counts['copies'] += len(copies); self.awaiting.discard(sid)
+    toks.append(tok); self.write(sid, len(toks) - 1, len(toks))
+
+# %% ../../nbs/05_block_manager.ipynb #1f86dd55
+@patch_to(RandomOps)
+def fork(self, sid):
+    "Fork a fully computed `sid` into a new sequence"
+    if self.bm.num_computed(sid) != len(self.model[sid]): return
+    child = self.next_id
+    try: self.bm.fork(sid, child)
+    except NoFreeBlocksError: self.counts['refused'] += 1; return     # the baseline needs a region to fork
+    self.zero_fresh()
+    self.model[child], self.salts[child] = list(self.model[sid]), self.salts[sid]
+    self.counts['forks'] += 1; self.next_id += 1
+    if self.bm.defers_fork_copies: self.awaiting.add(child)
+
+@patch_to(RandomOps)
+def free(self, sid):
+    self.bm.free(sid); del self.model[sid]; self.awaiting.discard(sid); self.counts['frees'] += 1
+
+def random_ops(seed: int, steps: int, num_blocks: int = 16, block_size: int = 4, manager=None) -> dict:
+    "`steps` random operations, with `check()` and the isolation check after every one; the counts of each"
+    r = RandomOps(manager or BlockManager(num_blocks, block_size, record_fresh=True), seed)
+    for _ in range(steps):
+        op, live = r.rng.random(), sorted(r.model)
+        if op < 0.3 or not live: r.allocate()
+        elif op < 0.7: r.append(r.rng.choice(live))
+        elif op < 0.8: r.fork(r.rng.choice(live))
+        else: r.free(r.rng.choice(live))
+        r.check()
+    return dict(r.counts)
