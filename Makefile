@@ -25,11 +25,13 @@ bench: setup
 report: setup
 	$(VENV)/bin/minipaged report --out report
 
-# Notebooks are the source: regenerate the library, clean the notebooks, render the README.
+# Notebooks are the source: regenerate the library, clean the notebooks, render the README;
+# benchmarks/results/*.json are the source of BENCHMARKS.md.
 sync: setup
 	$(VENV)/bin/nbdev-export
 	$(VENV)/bin/nbdev-clean
 	$(PY) tools/render_readme.py
+	$(PY) tools/render_benchmarks.py
 
 # Fails if `make sync` would change anything tracked or add an untracked file.
 check: setup

@@ -13,24 +13,13 @@ slowdowns as medians of the per-round ratios), the JSON minima too.
     python benchmarks/attention_cpu.py --json attention_cpu.json
 """
 from __future__ import annotations
-import argparse, json, platform, statistics, time
+import argparse, statistics
+import harness                                  # first: it puts this checkout's minipaged on the path
 import torch
 import torch.nn.functional as F
 from minipaged.attention.cpu import PageWorkspace, plan_pages, sdpa_paged_attention
 from minipaged.attention.cache import allocate_kv_cache
 from minipaged.attention.reference import paged_decode_attention
-from minipaged.utils import format_rows
-
-
-def interleaved_seconds(fns, warmup: int, reps: int) -> list[list[float]]:
-    "Wall times of each of `fns` over `reps` rounds, after `warmup` rounds; the calls alternate so that both see the same machine"
-    for _ in range(warmup):
-        for fn in fns: fn()
-    times = [[] for _ in fns]
-    for _ in range(reps):
-        for fn, ts in zip(fns, times):
-            t = time.perf_counter(); fn(); ts.append(time.perf_counter() - t)
-    return times
 
 
 def bench_case(num_seqs: int, context: int, num_q_heads: int, num_kv_heads: int, head_dim: int, block_size: int,
@@ -54,7 +43,7 @@ def bench_case(num_seqs: int, context: int, num_q_heads: int, num_kv_heads: int,
     sdpa = lambda: F.scaled_dot_product_attention(q[:, :, None], k_dense, v_dense, enable_gqa=True)[:, :, 0]
     err = float((paged().double() - sdpa().double()).abs().max())
     err_pages = float((pages().double() - sdpa().double()).abs().max())
-    paged_times, pages_times, sdpa_times = interleaved_seconds([paged, pages, sdpa], warmup, reps)
+    paged_times, pages_times, sdpa_times = harness.interleaved_seconds([paged, pages, sdpa], warmup, reps)
     t_paged, t_pages, t_sdpa = statistics.median(paged_times), statistics.median(pages_times), statistics.median(sdpa_times)
     kv_bytes = 2 * num_seqs * context * num_kv_heads * head_dim * k_cache.element_size()
     return dict(batch=num_seqs, context=context, kv_mib=kv_bytes / 2**20, paged_ms=t_paged * 1e3, pages_ms=t_pages * 1e3, sdpa_ms=t_sdpa * 1e3,
@@ -78,19 +67,20 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.threads: torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
-    setup = dict(torch=torch.__version__, threads=torch.get_num_threads(), cpu=platform.processor() or platform.machine(),
-                 num_q_heads=args.q_heads, num_kv_heads=args.kv_heads, head_dim=args.head_dim, block_size=args.block_size,
-                 dtype=args.dtype, warmup=args.warmup, reps=args.reps)
+    setup = dict(threads=torch.get_num_threads(), num_q_heads=args.q_heads, num_kv_heads=args.kv_heads,
+                 head_dim=args.head_dim, block_size=args.block_size, dtype=args.dtype, warmup=args.warmup,
+                 reps=args.reps)
     rows = [bench_case(b, c, args.q_heads, args.kv_heads, args.head_dim, args.block_size, dtype, args.warmup, args.reps)
             for b in args.batch for c in args.context]
+    print(harness.header_line())
     print(f"decode attention, one step; Hq={args.q_heads} Hkv={args.kv_heads} d={args.head_dim} {args.dtype} "
-          f"block_size={args.block_size}; torch {setup['torch']}, {setup['threads']} threads; median of {args.reps} interleaved rounds after {args.warmup} warm-up")
+          f"block_size={args.block_size}; torch {torch.__version__}, {setup['threads']} threads; "
+          f"median of {args.reps} interleaved rounds after {args.warmup} warm-up")
     shown = [dict(batch=r['batch'], context=r['context'], kv_mib=f"{r['kv_mib']:.1f}", reference_ms=f"{r['paged_ms']:.3f}",
                   pages_sdpa_ms=f"{r['pages_ms']:.3f}", contiguous_sdpa_ms=f"{r['sdpa_ms']:.3f}", reference_slowdown=f"{r['slowdown']:.2f}x",
                   pages_slowdown=f"{r['pages_slowdown']:.2f}x", max_abs_err=f"{max(r['max_abs_err'], r['pages_max_abs_err']):.1e}") for r in rows]
-    print(format_rows(shown))
-    if args.json:
-        with open(args.json, 'w') as f: json.dump(dict(setup=setup, rows=rows), f, indent=1)
+    harness.print_table(shown)
+    if args.json: harness.write_json(args.json, dict(setup=setup, rows=rows), argv)
     return rows
 
 

@@ -13,8 +13,8 @@ Prints a table and the goals beside the results; --json writes everything.
 Every case is checked against float32 SDPA on K/V gathered through the block tables before anything is timed;
 a failure stops the run (exit status 1) rather than time a wrong kernel.
 """
-import argparse, datetime, json, math, platform, statistics, sys, time
-from pathlib import Path
+import argparse, math, platform, statistics, sys, time
+import harness                                  # first: it puts this checkout's minipaged on the path
 import torch
 import torch.nn.functional as F
 
@@ -112,7 +112,7 @@ def bench_decode(ta, cfg, device, copy_bps: float, gen) -> list[dict]:
                              copy_bw_fraction=moved / (paged_ms * 1e-3) / copy_bps, paged_over_contiguous=paged_ms / contig_ms,
                              speedup_vs_sdpa=sdpa_ms / paged_ms))
             print(f"decode batch {S:>3} x context {n:>5}: {paged_ms * 1e3:9.1f} us, {rows[-1]['copy_bw_fraction']:6.1%} of copy bandwidth", flush=True)
-        del k_cache, v_cache, k_contig, v_contig
+        k_cache = v_cache = k_contig = v_contig = None          # freed before the next context
         if device.type == 'cuda': torch.cuda.empty_cache()
     return rows
 
@@ -168,35 +168,33 @@ def main(argv=None) -> int:
         return 2
     device = torch.device('cpu' if a.cpu_smoke else 'cuda')
     from minipaged.attention import triton as ta                 # after the device choice: without CUDA it switches the interpreter on
-    from minipaged.utils import format_rows
     if device.type == 'cuda' and ta.kernel_mode() != 'compiled':
         print(f"the kernels are {ta.kernel_mode()}, not compiled: unset TRITON_INTERPRET to benchmark the GPU", file=sys.stderr); return 2
     cfg, gen = (SMOKE if a.cpu_smoke else FULL), torch.Generator(device=device).manual_seed(0)
+    print(harness.header_line())
     t0 = time.perf_counter()
     copy = copy_bandwidth(cfg['copy_bytes'], device)
     print(f"device-to-device copy: {copy['bytes_per_s'] / 1e9:.0f} GB/s", flush=True)
     decode_rows = bench_decode(ta, cfg, device, copy['bytes_per_s'], gen)
     prefill = bench_prefill(ta, cfg, device, gen)
     met = goals(decode_rows, prefill, not a.cpu_smoke)
-    print('\n' + format_rows([dict(batch=r['batch'], context=r['context'], splits=r['splits'], paged_us=f"{r['paged_us']:.1f}",
+    print(); harness.print_table([dict(batch=r['batch'], context=r['context'], splits=r['splits'], paged_us=f"{r['paged_us']:.1f}",
                                   GB_per_s=f"{r['gb_per_s']:.0f}", of_copy_bw=f"{r['copy_bw_fraction']:.1%}",
                                   paged_vs_contiguous=f"{r['paged_over_contiguous']:.3f}x", vs_sdpa=f"{r['speedup_vs_sdpa']:.2f}x",
-                                  rel_err=f"{r['rel_err']:.1e}") for r in decode_rows]))
-    print('\n' + format_rows([dict(prefill=f"{prefill['seqs']} x {prefill['new_tokens']} new over {prefill['prefix']} cached",
+                                  rel_err=f"{r['rel_err']:.1e}") for r in decode_rows])
+    print(); harness.print_table([dict(prefill=f"{prefill['seqs']} x {prefill['new_tokens']} new over {prefill['prefix']} cached",
                                   triton_us=f"{prefill['triton_us']:.0f}", sdpa_us=f"{prefill['sdpa_us']:.0f}",
                                   triton_TFLOPs=f"{prefill['triton_tflops']:.0f}", sdpa_TFLOPs=f"{prefill['sdpa_tflops']:.0f}",
-                                  speed_vs_sdpa=f"{prefill['speed_vs_sdpa']:.2f}x", rel_err=f"{prefill['rel_err']:.1e}")]))
-    print('\n' + format_rows([dict(goal=g['goal'], target=str(g['target']), measured=f"{g['measured']:.3f}", met='n/a' if g['met'] is None else 'yes' if g['met'] else 'NO')
-                              for g in met]))
+                                  speed_vs_sdpa=f"{prefill['speed_vs_sdpa']:.2f}x", rel_err=f"{prefill['rel_err']:.1e}")])
+    print(); harness.print_table([dict(goal=g['goal'], target=str(g['target']), measured=f"{g['measured']:.3f}", met='n/a' if g['met'] is None else 'yes' if g['met'] else 'NO')
+                              for g in met])
     if a.cpu_smoke: print("\n(--cpu-smoke: interpreter timings at toy sizes; they say nothing about a GPU, and the goals do not apply)")
-    result = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'), mode='cpu-smoke' if a.cpu_smoke else 'gpu',
+    result = dict(mode='cpu-smoke' if a.cpu_smoke else 'gpu',
                   device=torch.cuda.get_device_name(device) if device.type == 'cuda' else platform.processor() or platform.machine(),
-                  torch=torch.__version__, triton=__import__('triton').__version__, kernel_mode=ta.kernel_mode(),
+                  kernel_mode=ta.kernel_mode(),
                   config={k: str(v) if isinstance(v, torch.dtype) else v for k, v in cfg.items()}, copy=copy, decode=decode_rows,
                   prefill=prefill, goals=met, seconds=time.perf_counter() - t0)
-    if a.json:
-        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.json).write_text(json.dumps(result, indent=2))
+    if a.json: harness.write_json(a.json, result, argv)
     return 0
 
 

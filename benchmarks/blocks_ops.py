@@ -27,13 +27,11 @@ also measured in thread CPU time, which a busy shared machine disturbs less than
     python benchmarks/blocks_ops.py --json out.json
 """
 from __future__ import annotations
-import argparse, gc, json, random, statistics, sys, time
+import argparse, gc, random, statistics, time
 from collections import deque
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness                                  # first: it puts this checkout's minipaged on the path
 from minipaged.engine.blocks import BlockManager, NoFreeBlocksError
 from minipaged.engine.reservation import ReservationManager
-from minipaged.utils import format_rows
 
 
 def build_workload(a) -> list[tuple]:
@@ -60,7 +58,7 @@ def run_once(a, reqs, make_manager) -> dict:
     queue, live, sid = deque(reqs), [], 0                   # live: [seq_id, tokens held, decode tokens left]
     t_admit = t_append = t_mark = t_free = 0.0
     cpu_total = 0.0                                         # CPU time of this thread in the timed sections
-    n_alloc = n_fork = n_append = n_mark = n_free = steps = decode_steps = 0
+    n_alloc = n_fork = n_append = n_mark = n_free = steps = 0
     step_times = []
     perf, cpu = time.perf_counter, time.thread_time
     while queue or live:
@@ -150,19 +148,20 @@ def main(argv=None) -> dict:
     if a.manager == 'paged':
         make = lambda: BlockManager(a.num_blocks, a.block_size, enable_prefix_caching=not a.no_prefix_caching)
     else: make = lambda: ReservationManager(a.num_blocks, a.block_size, max_model_len=a.max_prompt + a.decode)
-    runs = []
-    for _ in range(a.repeat):
+    def run_without_collector():
         gc.collect(); gc.disable()          # a collection pause mid-run measures the collector, not the manager
-        try: runs.append(run_once(a, reqs, make))
+        try: return run_once(a, reqs, make)
         finally: gc.enable()
+    runs = harness.repeat(run_without_collector, a.repeat)
     best = min(runs, key=lambda r: r['t_admit'] + r['t_append'] + r['t_mark'] + r['t_free'])
     rows, head = summarize(best)
     m = best['metrics']
+    print(harness.header_line())
     print(f"workload: {a.seqs} sequences, prompts uniform on 1..{a.max_prompt}, {a.decode} decode tokens each, half sharing a "
           f"{a.prefix_len}-token prefix, every {a.fork_every}th sampled twice, B = {a.block_size}, {a.num_blocks} blocks, "
           f"<= {a.max_running} live; {a.manager}, prefix caching {'off' if a.no_prefix_caching else 'on'}, salts on, check() "
           f"{'on' if a.check else 'off'}; fastest of {a.repeat} runs")
-    print(format_rows([{k: f"{v:,.3f}" if isinstance(v, float) else v for k, v in r.items()} for r in rows]))
+    harness.print_table([{k: f"{v:,.3f}" if isinstance(v, float) else v for k, v in r.items()} for r in rows])
     print(f"\n{head['operations']:,} operations in {head['seconds'] * 1e3:.1f} ms: {head['us_per_operation']:.3f} us per operation, "
           f"{head['operations_per_second']:,.0f} operations/s (wall clock); {head['cpu_us_per_operation']:.3f} us per operation "
           f"in thread CPU time")
@@ -170,9 +169,9 @@ def main(argv=None) -> dict:
           f"a full decode step of {head['full_batch_size']} sequences takes {head['us_per_full_decode_step']:.0f} us (median)")
     print(f"pool: high water {m['high_water']} blocks; prefix hits {m['prefix_hit_tokens']:,} of {m['prefix_query_tokens']:,} prompt "
           f"tokens ({m['prefix_hit_blocks']:,} blocks); {m['cow_copies']} copy-on-write copies; {m['evictions']:,} evictions")
-    res = dict(args=vars(a), python=sys.version.split()[0], rows=rows, **head, metrics=m,
+    res = dict(args=vars(a), rows=rows, **head, metrics=m,
                all_runs_us_per_operation=[summarize(r)[1]['us_per_operation'] for r in runs])
-    if a.json: Path(a.json).write_text(json.dumps(res, indent=1))
+    if a.json: harness.write_json(a.json, res, argv)
     return res
 
 

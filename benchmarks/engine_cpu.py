@@ -13,7 +13,7 @@ drifts by ±15% over minutes): the table gives each system's median and range, a
 padded batch as the median over rounds of (minipaged / the round's best padded batch); one request at a
 time runs once (it takes ~10 s and is far from its target).
 
-    .venv/bin/python benchmarks/engine_cpu.py --json benchmarks/results/engine_cpu.json
+    python benchmarks/engine_cpu.py --json benchmarks/results/engine_cpu.json
 
 It also prints how much more work the padded batches do than continuous batching on this workload: token positions
 through the model (the linear layers' rows) and attended (query, key) pairs (`work`).
@@ -27,10 +27,10 @@ and on one: the ratio, the "second-core gain", is printed per round, so each rou
 (steps that carry prompt tokens, decode-only steps, the rest of the engine), and the top operators (torch.profiler,
 self CPU time) of the first step, a full chunk of prompts, and of five decode-only steps of 64 sequences.
 
-    .venv/bin/python benchmarks/engine_cpu.py --breakdown --json benchmarks/results/engine_cpu_breakdown.json
+    python benchmarks/engine_cpu.py --breakdown --json benchmarks/results/engine_cpu_breakdown.json
 """
-import argparse, json, platform, random, statistics, tempfile, time, warnings
-from pathlib import Path
+import argparse, random, statistics, tempfile, time, warnings
+import harness                                  # first: it puts this checkout's minipaged on the path
 import torch
 
 def workload(n=64, seed=0):
@@ -61,11 +61,6 @@ def warm_engine(path, reqs, **kw):
     llm = LLM(path, **kw)
     llm.generate([reqs[0][0]], SamplingParams(max_tokens=4, temperature=0.0))
     return llm, [SamplingParams(max_tokens=m, temperature=0.0, ignore_eos=True) for _, m in reqs]
-
-def write_json(path, **fields):
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(dict(machine=platform.processor() or platform.machine(), torch=torch.__version__,
-                                          threads=torch.get_num_threads(), **fields), indent=2))
 
 def run_minipaged(path, reqs, **kw):
     llm, params = warm_engine(path, reqs, **kw)
@@ -155,7 +150,6 @@ if __name__ == '__main__':
     from minipaged.engine.model import random_model
     from minipaged.engine.checkpoint import save_model
     from minipaged.engine.model_config import tiny_config
-    from minipaged.utils import format_rows
     import transformers; transformers.utils.logging.disable_progress_bar()
     torch.manual_seed(0)
     reqs = workload(a.requests)
@@ -169,10 +163,13 @@ if __name__ == '__main__':
             raise SystemExit(0)
         if a.breakdown:
             b = breakdown(d, reqs, **ENGINE)
-            print(f"one run of the workload: {b['total_s']:.3f} s\n" + format_rows(b['step_kinds']))
-            print("\nthe first step (a full chunk of prompt tokens), top operators by self CPU time:\n" + format_rows(b['prefill_step_ops']))
-            print(f"\nfive decode-only steps of {b['decode_running']} sequences, top operators by self CPU time:\n" + format_rows(b['decode_steps_ops']))
-            if a.json: write_json(a.json, requests=a.requests, **b)
+            print(harness.header_line())
+            harness.print_table(b['step_kinds'], f"one run of the workload: {b['total_s']:.3f} s")
+            harness.print_table(b['prefill_step_ops'],
+                                "\nthe first step (a full chunk of prompt tokens), top operators by self CPU time:")
+            harness.print_table(b['decode_steps_ops'], f"\nfive decode-only steps of {b['decode_running']} sequences, "
+                                                       "top operators by self CPU time:")
+            if a.json: harness.write_json(a.json, dict(requests=a.requests, threads=torch.get_num_threads(), **b))
             raise SystemExit(0)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore'); hf = LlamaForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
@@ -188,8 +185,8 @@ if __name__ == '__main__':
             for b in a.hf_batch: hfb_runs[b].append(run_hf(hf, reqs, b))
         hf1, hf1_dt, hf1_out = run_hf(hf, reqs, 1)
     same = sum(x == y for x, y in zip(mp_runs[0][2], hf1_out))
-    med = lambda runs: statistics.median(r[0] for r in runs)
-    span = lambda runs: f"{min(r[0] for r in runs):,.0f}..{max(r[0] for r in runs):,.0f}"
+    med = lambda runs: harness.spread(r[0] for r in runs)['median']
+    span = lambda runs: "{min:,.0f}..{max:,.0f}".format(**harness.spread(r[0] for r in runs))
     best = [max(hfb_runs[b][i][0] for b in a.hf_batch) for i in range(a.rounds)]     # each round's best padded batch
     ratios = [m[0] / h for m, h in zip(mp_runs, best)]
     mp = med(mp_runs)
@@ -201,7 +198,8 @@ if __name__ == '__main__':
     rows.append(dict(system='transformers generate, one at a time', tok_per_s=hf1, range='-', runs=1, minipaged_is=f"{mp / hf1:.2f}x faster"))
     rows += [dict(system=f'transformers generate, padded batches of {b}', tok_per_s=med(hfb_runs[b]), range=span(hfb_runs[b]), runs=a.rounds,
                   minipaged_is=f"{mp / med(hfb_runs[b]):.2f}x faster") for b in a.hf_batch]
-    print(format_rows([{k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()} for r in rows]))
+    print(harness.header_line())
+    harness.print_table([{k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()} for r in rows])
     mp_work = work(reqs)
     work_ratio = {b: [x / y for x, y in zip(work(reqs, b), mp_work)] for b in a.hf_batch}
     print("work of the padded batches per unit of minipaged's: token positions through the model "
@@ -209,13 +207,15 @@ if __name__ == '__main__':
           + f" (batches of {' / '.join(map(str, a.hf_batch))})")
     print(f"against each round's best padded batch: {statistics.median(ratios):.2f}x (median; rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
     if probe:
-        print("per round: minipaged tok/s, ratio, second-core gain before/after its run\n" + format_rows(
-            [dict(round=i + 1, minipaged=round(m[0]), ratio=round(r, 2), gain_before=round(g[0], 2), gain_after=round(g[1], 2))
-             for i, (m, r, g) in enumerate(zip(mp_runs, ratios, gains))]))
+        harness.print_table([dict(round=i + 1, minipaged=round(m[0]), ratio=round(r, 2), gain_before=round(g[0], 2),
+                                  gain_after=round(g[1], 2)) for i, (m, r, g) in enumerate(zip(mp_runs, ratios, gains))],
+                            "per round: minipaged tok/s, ratio, second-core gain before/after its run")
     print(f"greedy outputs identical to transformers one-at-a-time: {same}/{len(reqs)} requests; torch threads {torch.get_num_threads()}")
     print("targets: >= 2x the best padded static batch, >= 4x one at a time")
     if a.json:
-        write_json(a.json, requests=a.requests, identical=same, rows=rows, ratio_vs_best_padded_per_round=ratios,
-                   ratio_vs_best_padded=statistics.median(ratios), minipaged_tok_per_s=[r[0] for r in mp_runs],
-                   reference_backend_tok_per_s=[r[0] for r in ref_runs], padded_tok_per_s={b: [r[0] for r in runs] for b, runs in hfb_runs.items()},
-                   second_core_gain_before_after=gains, work_per_unit_of_minipaged=work_ratio)
+        harness.write_json(a.json, dict(
+            requests=a.requests, threads=torch.get_num_threads(), identical=same, rows=rows,
+            ratio_vs_best_padded_per_round=ratios, ratio_vs_best_padded=statistics.median(ratios),
+            minipaged_tok_per_s=[r[0] for r in mp_runs], reference_backend_tok_per_s=[r[0] for r in ref_runs],
+            padded_tok_per_s={b: [r[0] for r in runs] for b, runs in hfb_runs.items()},
+            second_core_gain_before_after=gains, work_per_unit_of_minipaged=work_ratio))

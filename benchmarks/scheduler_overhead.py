@@ -5,12 +5,11 @@ and with a quarter of it (preemptions counted). Each configuration runs --repeat
 table gives the median and the range (this machine is a shared VM: single runs move by about ±10%).
 Prints a table; --json writes the numbers.
 
-    .venv/bin/python benchmarks/scheduler_overhead.py --json benchmarks/results/scheduler_overhead.json
+    python benchmarks/scheduler_overhead.py --json benchmarks/results/scheduler_overhead.json
 """
-import argparse, json, platform, random, statistics, time
-from pathlib import Path
+import argparse, random, statistics, time
+import harness                                  # first: it puts this checkout's minipaged on the path
 from minipaged.engine.blocks import BlockManager
-from minipaged.utils import format_rows
 from minipaged.engine.request import Request
 from minipaged.engine.scheduler import Scheduler
 
@@ -40,10 +39,11 @@ def run(num_seqs: int, pool_frac: float, steps: int, block_size: int = 16, seed:
 
 def summarize(runs: list[dict]) -> dict:
     "One table row from repeated runs of a configuration: medians, and the range of the per-sequence figure"
-    us = sorted(r['us_per_seq_step'] for r in runs)
+    us = harness.spread(r['us_per_seq_step'] for r in runs)
     med = lambda k: statistics.median(r[k] for r in runs)
-    return dict(running_seqs=runs[0]['running_seqs'], pool=runs[0]['pool'], num_blocks=runs[0]['num_blocks'], steps=runs[0]['steps'],
-                repeats=len(runs), us_per_seq_step=med('us_per_seq_step'), us_min=us[0], us_max=us[-1], us_per_step=med('us_per_step'),
+    return dict(running_seqs=runs[0]['running_seqs'], pool=runs[0]['pool'], num_blocks=runs[0]['num_blocks'],
+                steps=runs[0]['steps'], repeats=us['n'], us_per_seq_step=us['median'], us_min=us['min'],
+                us_max=us['max'], us_per_step=med('us_per_step'),
                 sampler_dict_us_per_seq=med('sampler_dict_us_per_seq'), preemptions=runs[0]['preemptions'], target_met=med('us_per_seq_step') <= 1.0)
 
 if __name__ == '__main__':
@@ -52,10 +52,9 @@ if __name__ == '__main__':
     ap.add_argument('--repeats', type=int, default=5)
     ap.add_argument('--json', help='write results to this path')
     a = ap.parse_args()
-    runs = {(n, f): [run(n, f, a.steps) for _ in range(a.repeats)] for n in (512, 2048) for f in (1.0, 0.25)}
+    runs = {(n, f): harness.repeat(lambda: run(n, f, a.steps), a.repeats)
+            for n in (512, 2048) for f in (1.0, 0.25)}
     rows = [summarize(rs) for rs in runs.values()]
-    print(format_rows([{k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()} for r in rows]))
-    if a.json:
-        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.json).write_text(json.dumps(dict(machine=platform.processor() or platform.machine(), python=platform.python_version(),
-                                                 rows=rows, runs=[r for rs in runs.values() for r in rs]), indent=2))
+    print(harness.header_line())
+    harness.print_table([{k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()} for r in rows])
+    if a.json: harness.write_json(a.json, dict(rows=rows, runs=[r for rs in runs.values() for r in rs]))

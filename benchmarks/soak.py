@@ -7,11 +7,10 @@ table and writes JSON, and asserts only the pool's baseline.
 
     python benchmarks/soak.py --requests 5000 --json benchmarks/results/soak.json
 """
-import argparse, json, platform, sys, time
-from pathlib import Path
+import argparse, sys, time
+import harness                                  # first: it puts this checkout's minipaged on the path
 import torch
 from minipaged import LLM
-from minipaged.utils import format_rows
 from minipaged.testing.engine import soak
 
 
@@ -44,9 +43,8 @@ def main(argv=None) -> int:
     r['engine'] = dict(model='tiny random Llama (minipaged.engine.model_config.tiny_config(), seed 0)', block_size=a.block_size, num_blocks=a.num_blocks,
                        max_num_batched_tokens=a.max_num_batched_tokens, threads=a.threads,
                        arrival_rate=a.arrival_rate, cancel_rate=a.cancel_rate)
-    r['machine'] = dict(python=platform.python_version(), torch=torch.__version__, platform=platform.platform())
-    r['command'] = 'python benchmarks/soak.py ' + ' '.join(sys.argv[1:] if argv is None else argv)
-    print(format_rows(rows))
+    print(harness.header_line())
+    harness.print_table(rows)
     print(f"\n{a.requests} requests in {r['steps']} steps, {r['seconds']:.1f} s; finish reasons {r['finish_reasons']}; "
           f"preemptions {llm.scheduler.counters['preemptions']}")
     print(f"pool: {r['end_available']} of {r['pool_blocks']} blocks free or cached at the end (baseline {r['baseline_available']}), "
@@ -55,8 +53,7 @@ def main(argv=None) -> int:
           f"{r['rss_end_mib']:.1f} at the end ({r['rss_growth_first_to_last_checkpoint_mib']:+.1f} MiB from the first checkpoint to the last)")
     r['preemptions'] = llm.scheduler.counters['preemptions']
     if a.json:
-        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.json).write_text(json.dumps(r, indent=2) + '\n')
+        harness.write_json(a.json, r, argv)
         print(f"wrote {a.json}")
     ok = r['end_used'] == 0 and r['end_in_flight'] == 0 and r['end_available'] == r['baseline_available']
     if not ok: print('error: the pool did not return to its baseline', file=sys.stderr)

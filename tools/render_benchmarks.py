@@ -1,0 +1,250 @@
+#!/usr/bin/env python
+"""Render BENCHMARKS.md from benchmarks/results/*.json: the current state, one table, a row per result file.
+
+Each file names the script that wrote it in its `command`; a small summary per script picks the file's
+headline figures. Every figure is read from the file or derived from it (a median, a range); a field the file
+lacks is shown as not recorded. `--check` exits 1 if BENCHMARKS.md differs from what would be written.
+
+    python tools/render_benchmarks.py
+"""
+import json, re, statistics, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS, OUT = ROOT / 'benchmarks' / 'results', ROOT / 'BENCHMARKS.md'
+
+
+def median(xs) -> float: return statistics.median(list(xs))
+def span(xs, fmt: str = '.2f') -> str: return f"{min(xs):{fmt}}–{max(xs):{fmt}}"
+def plural(n, word: str) -> str: return f"{n} {word}{'s' * (n != 1)}"
+
+
+def script_name(record: dict) -> str | None:
+    "The script a result file came from, read from its command: 'blocks_ops' for benchmarks/blocks_ops.py"
+    m = re.search(r'benchmarks/(\w+)\.py', record.get('command', ''))
+    return m and m.group(1)
+
+
+def engine_cpu(r: dict) -> dict:
+    "Throughput against transformers, or (with --breakdown) where the engine's time goes"
+    if 'total_s' in r: return engine_breakdown(r)
+    one = {row['system']: row for row in r['rows']}.get('transformers generate, one at a time')
+    padded = ' / '.join(f"{b}: {median(ts):,.0f}" for b, ts in r['padded_tok_per_s'].items())
+    ratios, mp = r['ratio_vs_best_padded_per_round'], r['minipaged_tok_per_s']
+    alone = f"one request at a time: {one['tok_per_s']:,.0f} tok/s (minipaged {one['minipaged_is']}); " \
+        if one else ''
+    return dict(what="Engine throughput on CPU: minipaged `LLM.generate` against `transformers` `generate`, "
+                     f"{r['requests']} requests, tiny Llama, {plural(r.get('threads', '?'), 'torch thread')}",
+                result=f"**{r['ratio_vs_best_padded']:.2f}×** the best padded batch (median of {len(ratios)} "
+                       f"per-round ratios, {span(ratios)}{normal_state(r)}); {median(mp):,.0f} tok/s "
+                       f"({span(mp, ',.0f')}); {r['identical']}/{r['requests']} greedy outputs identical",
+                against=f"transformers padded static batches, median tok/s ({padded}), the best of each "
+                        f"round; {alone}issue 7's targets: ≥ 2× the best padded batch, ≥ 4× one at a time")
+
+
+def normal_state(r: dict, gain: float = 1.45) -> str:
+    "The ratios of the rounds in the VM's normal state: a second-core gain of `gain` or more before and after"
+    gains = r.get('second_core_gain_before_after') or []
+    if not any(gains): return ''
+    normal = [x for x, g in zip(r['ratio_vs_best_padded_per_round'], gains) if g and min(g) >= gain]
+    return (f"; in the {plural(len(normal), 'round')} with a second-core gain ≥ {gain} on both sides: "
+            + (span(normal) if normal else 'none'))
+
+
+def top_ops(ops: list[dict], n: int) -> str:
+    "The first `n` operators of a profile with their shares"
+    return ', '.join(f"{o['op'].removeprefix('aten::')} {o['share']}" for o in ops[:n])
+
+
+def engine_breakdown(r: dict) -> dict:
+    "Model time by kind of step and the top operators of decode and of the first prefill step"
+    kinds = '; '.join(f"{k['steps']}: {k['share_of_run']}" for k in r['step_kinds'])
+    return dict(what=f"Where the engine's time goes: one run of the {r['requests']}-request workload, then "
+                     "torch.profiler",
+                result=f"{r['total_s']:.2f} s; {kinds}. Decode steps of {r['decode_running']} sequences: "
+                       f"{top_ops(r['decode_steps_ops'], 4)}; the first prefill step: "
+                       f"{top_ops(r['prefill_step_ops'], 3)}",
+                against="— (a profile: shares of one run)")
+
+
+def blocks_ops(r: dict) -> dict:
+    "Microseconds per block-manager operation on the declared workload"
+    a, runs, us = r['args'], r['all_runs_us_per_operation'], r['us_per_operation']
+    return dict(what=f"Block manager operations: {a['seqs']:,} sequences, prompts 1..{a['max_prompt']}, "
+                     f"{a['decode']} decode tokens, half sharing a {a['prefix_len']}-token prefix, every "
+                     f"{a['fork_every']}th forked, {a['num_blocks']:,} blocks ({a['manager']})",
+                result=f"**{us:.3f} µs** per operation ({r['operations_per_second']:,.0f}/s; fastest of "
+                       f"{len(runs)} runs, all {span(runs, '.3f')}); append {r['us_per_append']:.3f} µs; "
+                       f"a decode step of {r['full_batch_size']} sequences "
+                       f"{r['us_per_full_decode_step']:.0f} µs",
+                against=f"issue 5's target ≤ 1.2 µs per operation: {'met' if us <= 1.2 else 'missed'}")
+
+
+def scheduler_overhead(r: dict) -> dict:
+    "Microseconds per scheduled sequence per step, per configuration"
+    rows = r['rows']
+    per = '; '.join(f"{x['running_seqs']:,} running, pool {x['pool']}: **{x['us_per_seq_step']:.3f}** "
+                    f"({x['us_min']:.3f}–{x['us_max']:.3f}, {x['preemptions']} preemptions)" for x in rows)
+    met = sum(bool(x['target_met']) for x in rows)
+    return dict(what="Scheduler overhead: `schedule` + `update` with block bookkeeping, no model, "
+                     f"{rows[0]['steps']} decode steps",
+                result=f"µs per sequence-step, median of {rows[0]['repeats']} runs (range): {per}",
+                against=f"issue 6's target ≤ 1 µs: met in {met} of {len(rows)}")
+
+
+def attention_cpu(r: dict) -> dict:
+    "The price of paging on the CPU: the paged paths' time over contiguous SDPA's"
+    s, rows = r['setup'], r['rows']
+    pages, ref = [x['pages_slowdown'] for x in rows], [x['slowdown'] for x in rows]
+    cases = f"batch {sorted({x['batch'] for x in rows})} × context {sorted({x['context'] for x in rows})}"
+    return dict(what=f"Decode attention on CPU, one step: Hq={s['num_q_heads']}, Hkv={s['num_kv_heads']}, "
+                     f"d={s['head_dim']}, {s['dtype']}, B={s['block_size']}, {cases}",
+                result=f"whole-page SDPA path **{span(pages)}×** the contiguous call's time; the reference "
+                       f"{span(ref)}× (medians of {s['reps']} interleaved rounds)",
+                against="torch SDPA on the same K/V laid out contiguously (no paging)")
+
+
+def soak(r: dict) -> dict:
+    "Whether the pool comes back and resident memory stays flat"
+    e, cps = r['engine'], r['checkpoints']
+    rss = f"{cps[0]['rss_mib']} → {cps[-1]['rss_mib']} MiB"
+    growth, live = r['rss_growth_first_to_last_checkpoint_mib'], span([c['live'] for c in cps], 'd')
+    return dict(what=f"Soak: {r['requests']:,} requests through the step API, arrival rate "
+                     f"{e['arrival_rate']}, cancel rate {e['cancel_rate']}, B={e['block_size']}, "
+                     f"a {e['num_blocks']}-block pool",
+                result=f"pool back to {r['end_available']} of {r['pool_blocks']} blocks free or cached, "
+                       f"{r['end_used']} used, {r['end_in_flight']} copies in flight; RSS "
+                       f"**{growth:+.1f} MiB** from the first checkpoint to the last ({rss}; {live} live "
+                       "requests at the checkpoints); "
+                       f"{r['preemptions']:,} preemptions; {r['seconds']:.0f} s",
+                against=f"the pool's baseline ({r['baseline_available']} blocks available) and the RSS "
+                        "at the first checkpoint")
+
+
+def attention_gpu(r: dict) -> dict:
+    "The Triton kernels' goals on a GPU"
+    verdict = lambda met: 'n/a' if met is None else 'met' if met else 'missed'
+    goals = '; '.join(f"{g['goal']}: {g['measured']:.3f} ({verdict(g['met'])})" for g in r['goals'])
+    return dict(what=f"Triton paged attention ({r['mode']}, kernels {r['kernel_mode']}) on {r['device']}",
+                result=goals,
+                against="a device-to-device copy; the same kernel on a contiguous cache; torch SDPA")
+
+
+def side_by_side(r: dict) -> dict:
+    "Two commits' figures from one alternating run"
+    per = '; '.join(f"`{f['field']}` {f['against_median']:.4g} → {f['this_median']:.4g} "
+                    f"({f['ratio_median']:.3f}×)" for f in r['fields'])
+    return dict(what=f"`{r['script']}` at two commits, side by side, {r['rounds']} alternating rounds",
+                result=f"median, against → this: {per}", against=f"commit {r['against']}")
+
+
+SUMMARIES = dict(engine_cpu=engine_cpu, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
+                 soak=soak, attention_cpu=attention_cpu, attention_gpu=attention_gpu,
+                 side_by_side=side_by_side)
+
+
+def machine_cell(h: dict) -> str:
+    "CPU, cores, GPU and torch of a header, each said to be unknown when the file does not record it"
+    cpu = h.get('cpu') or 'CPU not recorded'
+    cores = f", {h['cores']} cores" if h.get('cores') else ', cores not recorded'
+    gpu = f", GPU {h['gpu']}" if h.get('gpu') else ''
+    threads = f", {plural(h['torch_threads'], 'thread')}" if h.get('torch_threads') else ''
+    torch = f"; torch {h['torch']}{threads}" if h.get('torch') else ''
+    return f"{cpu}{cores}{gpu}{torch}"
+
+
+def date_cell(h: dict) -> str:
+    "The day and the commit; † when the header was filled in after the run"
+    date = (h.get('date') or 'date not recorded')[:10]
+    commit = f"`{h['commit']}`" if h.get('commit') else 'commit not recorded'
+    return f"{date}, {commit}" + (' †' if h.get('filled_in') else '')
+
+
+def table_row(path: Path) -> str:
+    "One Markdown table row for one result file"
+    r = json.loads(path.read_text())
+    name, h = script_name(r), r.get('header', {})
+    unknown = dict(what=path.stem, result='no summary of this script here: read the file', against='unknown')
+    s = SUMMARIES[name](r) if name in SUMMARIES else unknown
+    command = f"`{r['command']}`" if r.get('command') else 'command not recorded'
+    what = f"{s['what']} ([{path.name}](benchmarks/results/{path.name}))"
+    cells = [what, command, s['result'], s['against'], machine_cell(h), date_cell(h)]
+    return '| ' + ' | '.join(c.replace('|', '\\|') for c in cells) + ' |'
+
+
+def unmeasured(records: list[dict]) -> list[str]:
+    "Benchmark scripts that no result file came from"
+    measured = {script_name(r) for r in records} | {'harness', 'side_by_side'}
+    return sorted(p.stem for p in (ROOT / 'benchmarks').glob('*.py') if p.stem not in measured)
+
+
+INTRO = """\
+# Benchmarks
+
+<!-- Generated from benchmarks/results/*.json by tools/render_benchmarks.py (`make sync`):
+     rerun a benchmark, do not edit this file. -->
+
+The current state of every figure minipaged quotes: one row per result file in `benchmarks/results/`, with the
+command that produced it, the machine it ran on and the day. Each script prints a table and writes that JSON;
+nothing here is a timed assert in a test. Earlier figures and the before/after of past issues are in git
+(`git log -p BENCHMARKS.md benchmarks/results/`).
+"""
+
+NOTES = """\
+† The run predates `benchmarks/harness.py`: its machine and date were filled in afterwards from the file's own
+fields and the BENCHMARKS.md of that day; what was not recorded (the commit, for some the CPU) is said to be.
+
+- The CPU machines are shared 2-core VMs: repeated runs move by about ±10%, more under load (other processes
+  on the two cores slow every figure several-fold). Only figures measured side by side in one run compare.
+- The engine rows: the VM has a slow state, coming and going within minutes, in which its second core barely
+  speeds up small parallel operations; it costs minipaged (many small operations per decode step) much more
+  than transformers (few large batched ones). `engine_cpu.py` times a 64-row linear layer on all threads and
+  on one around every minipaged run (`second_core_gain_before_after` in the JSON), so each round says which
+  state it ran in; `--threads 1` takes the state out of the comparison.
+- The block manager row: an operation is one call of allocate, append (one token), fork or free;
+  `mark_computed`'s time is included in the average, which therefore over-counts the time per operation.
+- The soak rows: RSS is the resident set (`/proc/self/statm`) after `gc.collect()`. The steady run is the leak
+  test; in the overload run the queue grows, and the RSS with it (each waiting request holds its prompt).
+- The serving benchmark (`minipaged bench --out bench_results`) writes `bench_results/summary.json`, which is
+  not kept here, so it has no row. Its last recorded run (2026-11-29, the default workload: 200 requests,
+  Poisson at 4/s, tiny model, 1 thread): 200 completed, 3.99 requests/s, 169.1 output tok/s, goodput 100%,
+  TTFT p50 / p99 13.0 / 54.4 ms, TPOT p50 / p99 4.06 / 11.35 ms; arrival-bound. Chapter 09 holds its
+  ablations and capacity sweep with their data (`nbs/figures/fig9_*`).
+"""
+
+REPRODUCE = """\
+## How to reproduce, and how to compare two commits
+
+Run a row's command from the repository root in the project's environment (`.venv/bin/python`, or `make setup`
+first); it rewrites its JSON, with the machine, the versions, the commit and the date in its `header`. Then
+`make sync` (or `python tools/render_benchmarks.py`) regenerates this file, and `make check` fails until both
+are committed. Keep smoke runs out of `benchmarks/results/` (`--json /tmp/x.json`).
+
+Figures from different runs do not compare on these machines; two versions of the code do, when they
+alternate in one run. `benchmarks/side_by_side.py` exports another commit with `git archive` and runs its copy
+of a script and this checkout's in turn, round after round, each against its own `minipaged`:
+
+    python benchmarks/side_by_side.py --against HEAD~1 --rounds 5 --field us_per_operation -- blocks_ops.py
+
+`--field` is a path into the script's JSON (`rows.0.us_per_seq_step` for the scheduler's first row); the table
+gives each round and the median ratio, and `--json` keeps it (a result file there becomes a row above).
+"""
+
+
+def render(results_dir: Path = RESULTS) -> str:
+    "BENCHMARKS.md as it should read for the result files in `results_dir`"
+    paths = sorted(results_dir.glob('*.json'))
+    head = '| what | command | result | against what | machine | date |\n|---|---|---|---|---|---|'
+    rows = '\n'.join(table_row(p) for p in paths)
+    missing = unmeasured([json.loads(p.read_text()) for p in paths])
+    gap = ''.join(f"\nNot yet measured: `benchmarks/{s}.py` has no result file.\n" for s in missing)
+    return f"{INTRO}\n{head}\n{rows}\n{gap}\n{NOTES}\n{REPRODUCE}"
+
+
+if __name__ == '__main__':
+    text = render()
+    if '--check' in sys.argv:
+        if not OUT.exists() or OUT.read_text() != text:
+            sys.exit('BENCHMARKS.md is out of sync with benchmarks/results/: run `make sync` '
+                     '(tools/render_benchmarks.py) and commit it')
+    else: OUT.write_text(text)
