@@ -1,5 +1,5 @@
 __version__ = "0.1.0"
-# The one hand-written file of the package besides `_nbdev.py` (nbdev only updates the version above).
+# Written by hand, like `_nbdev.py` and the subpackages' `__init__.py` docstrings (nbdev only updates the version).
 # The public API (`LLM`, `SamplingParams`, `RequestOutput`, `CompletionOutput`) is imported lazily, so that
 # `minipaged kv` and the accounting chapters do not load torch. The folders follow a request's path:
 # accounting/ (what it costs), attention/ (how it reads its cache), engine/ (how it is served),
