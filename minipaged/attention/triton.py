@@ -6,7 +6,7 @@ Docs: https://minipaged.github.io/minipaged/triton_kernel.html.md"""
 
 # %% ../../nbs/04_triton_kernel.ipynb #c0a5c388
 from __future__ import annotations
-import math, os
+import os
 import torch
 
 # Triton reads TRITON_INTERPRET whenever @triton.jit wraps a function: its own library at `import triton`, our kernels below.
@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 from ..utils import cdiv, check_positive
 from ..accounting.budget import kv_bytes_per_token
-from .cache import check_paged_inputs, INDEX_DTYPES
+from .cache import check_paged_inputs, check_query, check_scale, INDEX_DTYPES
 from .triton_kernels import (_merge_splits_kernel, _MODE_ADVICE, _paged_decode_kernel,
                                                 _paged_prefill_kernel, kernel_mode, KERNELS_INTERPRETED)
 
@@ -59,23 +59,15 @@ def _check_common(q, k_cache, v_cache, block_tables, context_lens, num_seqs: int
     _check_tensor('q', q, 3, SUPPORTED_DTYPES)
     if kernel_mode() == 'mixed': raise RuntimeError(f"minipaged.attention.triton: {_MODE_ADVICE['mixed']}")
     if kernel_mode() == 'compiled' and q.device.type != 'cuda': raise ValueError(f"q is on {q.device} but {_MODE_ADVICE['compiled']}")
-    for name, c in (('k_cache', k_cache), ('v_cache', v_cache)):
-        _check_tensor(name, c, 4, (q.dtype,), q.device)
-        if not c.is_contiguous(): raise ValueError(f"{name} must be contiguous [num_blocks, block_size, num_kv_heads, head_dim]")
-    if v_cache.shape != k_cache.shape: raise ValueError(f"v_cache shape {list(v_cache.shape)} does not match k_cache shape {list(k_cache.shape)}")
-    _, block_size, num_kv_heads, head_dim = k_cache.shape
-    if q.shape[2] != head_dim: raise ValueError(f"q head_dim {q.shape[2]} does not match the cache head_dim {head_dim}")
+    for name, c in (('k_cache', k_cache), ('v_cache', v_cache)): _check_tensor(name, c, 4, (q.dtype,), q.device)
+    _, block_size, num_kv_heads, head_dim = check_query(q, k_cache, v_cache)      # chapter 03's checks and messages
     if head_dim > 256: raise ValueError(f"head_dim must be at most 256 (a [rows, head_dim] tile lives in registers), got {head_dim}")
-    if q.shape[1] % num_kv_heads: raise ValueError(f"num_q_heads (q.shape[1] = {q.shape[1]}) must be a multiple of num_kv_heads ({num_kv_heads})")
     _check_tensor('block_tables', block_tables, 2, INDEX_DTYPES, q.device)
     if block_tables.shape[0] != num_seqs: raise ValueError(f"block_tables must have one row per sequence ({num_seqs}), got {block_tables.shape[0]}")
     if not isinstance(context_lens, torch.Tensor): context_lens = torch.tensor(context_lens, dtype=torch.int32, device=q.device)
     _check_tensor('context_lens', context_lens, 1, INDEX_DTYPES, q.device)
     if context_lens.shape[0] != num_seqs: raise ValueError(f"context_lens must have one entry per sequence ({num_seqs}), got {context_lens.shape[0]}")
-    if scale is None: scale = head_dim ** -0.5
-    elif isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf:
-        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
-    return context_lens, block_size, num_kv_heads, head_dim, q.shape[1] // num_kv_heads, float(scale)
+    return context_lens, block_size, num_kv_heads, head_dim, q.shape[1] // num_kv_heads, check_scale(scale, head_dim)
 
 def _check_values(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, max_context_len: int | None, check_values):
     "Chapter 03's value checks, when asked for (default: for CPU tensors, where reading them costs no device sync)"

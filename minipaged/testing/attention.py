@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['PagedBatch', 'random_paged_batch']
+__all__ = ['DECODE_CASES', 'PREFILL_CASES', 'CASES', 'TOLERANCE', 'QUICK_CASES', 'PagedBatch', 'random_paged_batch', 'AttentionCase', 'around_pages', 'extreme_logit_bound', 'case_batch', 'case_calls', 'contract_error', 'check_output', 'within_tolerance', 'check_case', 'check_refusal', 'check_attention_backend', 'contract_table', 'quick_cases', 'random_cases']
 
 # %% ../../nbs/03_paged_attention.ipynb #imp27159
+import random
 from dataclasses import dataclass
 import torch
-from ..utils import cdiv
+from ..utils import cdiv, format_rows
 from ..attention.cache import allocate_kv_cache
+from ..attention.reference import reference_attention
+from ..attention.error_bound import attention_error_bound
 
 # %% ../../nbs/03_paged_attention.ipynb #2d157820
 @dataclass
@@ -55,3 +58,208 @@ def random_paged_batch(context_lens, q_lens, block_size: int, num_q_heads: int, 
     to = lambda x: x.to(device)
     return PagedBatch(to(q), to(k_cache), to(v_cache), to(tables), to(torch.tensor(lens)), to(cu),
                       [to(k) for k in keys], [to(v) for v in values])
+
+# %% ../../nbs/03_paged_attention.ipynb #ad6609df
+@dataclass(frozen=True)
+class AttentionCase:
+    "One case of the attention contract: a batch's shape and contents (`q_lens=None`: decode)"
+    name: str
+    context_lens: tuple
+    q_lens: tuple | None = None
+    block_size: int = 16
+    num_q_heads: int = 4
+    num_kv_heads: int = 2
+    head_dim: int = 16
+    dtype: torch.dtype = torch.float32
+    logit_scale: float = 1.0      # the queries are multiplied by it: 1,000 puts the scores in the thousands
+    scale: float | None = None    # the softmax scale the backend is given (None: 1/sqrt(head_dim))
+    share_first_block: bool = True
+    refused: str | None = None    # the ValueError every backend must raise instead (a context of 0 tokens)
+    seed: int = 0
+
+    @property
+    def gqa(self) -> int: return self.num_q_heads // self.num_kv_heads
+
+def around_pages(B: int, *more: int) -> tuple:
+    "Context lengths at and around page boundaries, `1, B-1, B, B+1, 2B`, then `more` (sorted, at least 1)"
+    return tuple(sorted({n for n in (1, B - 1, B, B + 1, 2 * B, *more) if n >= 1}))
+
+# %% ../../nbs/03_paged_attention.ipynb #52772277
+DECODE_CASES = (
+    AttentionCase('pages-of-16', around_pages(16, 37)),
+    AttentionCase('mha-pages-of-8', around_pages(8), block_size=8, num_q_heads=2),
+    AttentionCase('gqa-3-pages-of-24-d24', around_pages(24), block_size=24, num_q_heads=6, head_dim=24),
+    AttentionCase('gqa-4-d128', around_pages(16), num_q_heads=8, head_dim=128),
+    AttentionCase('gqa-5-d8', around_pages(8), block_size=8, num_q_heads=5, num_kv_heads=1, head_dim=8),
+    AttentionCase('gqa-8-pages-of-32', around_pages(32, 70), block_size=32, num_q_heads=16, head_dim=32),
+    AttentionCase('page-of-1-gqa-7', around_pages(1, 5, 37), block_size=1, num_q_heads=7, num_kv_heads=1),
+    AttentionCase('one-sequence-no-sharing', (50,), share_first_block=False),
+    AttentionCase('many-sequences', tuple(range(3, 99, 4)), block_size=8),
+    AttentionCase('scale-1', around_pages(16), scale=1.0),
+    AttentionCase('scale-0.05', around_pages(16), scale=0.05),
+    AttentionCase('extreme-logits', (1, 16, 50), num_q_heads=8, head_dim=64, logit_scale=1000.0),
+    AttentionCase('extreme-logits-float16', (1, 16, 50), num_q_heads=8, head_dim=64, dtype=torch.float16,
+                  logit_scale=1000.0),
+    AttentionCase('float64', around_pages(16, 37), num_q_heads=8, dtype=torch.float64),
+    AttentionCase('float16', around_pages(16, 70), num_q_heads=8, head_dim=64, dtype=torch.float16),
+    AttentionCase('bfloat16-page-of-1', (1, 2, 3, 70), block_size=1, num_q_heads=8, head_dim=64,
+                  dtype=torch.bfloat16),
+    AttentionCase('empty-context', (0, 5), refused='context_lens[0] = 0 must be at least 1'),
+)
+
+# %% ../../nbs/03_paged_attention.ipynb #444f818c
+PREFILL_CASES = (
+    AttentionCase('fresh-prompts', (1, 7, 15, 16, 17, 32), q_lens=(1, 7, 15, 16, 17, 32)),
+    AttentionCase('prefix-at-page-boundaries', (15, 16, 17, 32, 33, 50), q_lens=(1, 8, 1, 16, 16, 20)),
+    AttentionCase('prefill-mha-pages-of-8', (7, 19, 24, 50), (7, 4, 1, 20), block_size=8, num_q_heads=2),
+    AttentionCase('prefill-gqa-3-pages-of-24-d24', (7, 51, 72, 70), (7, 24, 1, 45), block_size=24,
+                  num_q_heads=6, head_dim=24),
+    AttentionCase('prefill-gqa-4-d128', (7, 35, 48, 70), (7, 16, 1, 45), num_q_heads=8, head_dim=128),
+    AttentionCase('prefill-gqa-6', (7, 35, 48, 70), (7, 16, 48, 45), num_q_heads=12, head_dim=32),
+    AttentionCase('prefill-gqa-8-page-of-1', (1, 2, 5, 37), (1, 2, 3, 20), block_size=1, num_q_heads=8,
+                  num_kv_heads=1),
+    AttentionCase('long-extend', (100,), (90,), block_size=8),
+    AttentionCase('prefill-many-sequences', tuple(range(3, 60, 6)), tuple(range(1, 20, 2)), block_size=8),
+    AttentionCase('prefill-scale-1', (9, 20), (9, 5), scale=1.0),
+    AttentionCase('prefill-extreme-logits', (20, 40), (20, 9), head_dim=64, logit_scale=1000.0),
+    AttentionCase('prefill-float64', (7, 16, 33, 50), (7, 8, 1, 20), num_q_heads=8, dtype=torch.float64),
+    AttentionCase('prefill-float16', (1, 16, 49, 70), (1, 16, 3, 20), num_q_heads=8, head_dim=64,
+                  dtype=torch.float16),
+    AttentionCase('prefill-bfloat16', (1, 16, 49, 70), (1, 16, 3, 20), num_q_heads=8, head_dim=64,
+                  dtype=torch.bfloat16),
+    AttentionCase('prefill-empty-context', (0, 5), (1, 2), refused='context_lens[0] = 0 must be at least 1'),
+)
+CASES = DECODE_CASES + PREFILL_CASES
+
+# %% ../../nbs/03_paged_attention.ipynb #0fc68568
+TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5,           # |out - ref| <= tol * (1 + |ref|)
+             torch.float16: 4 * torch.finfo(torch.float16).eps / 2,
+             torch.bfloat16: 4 * torch.finfo(torch.bfloat16).eps / 2}
+
+def extreme_logit_bound(batch: PagedBatch, scale: float | None = None) -> float:
+    "Chapter 02's worst-case bound on `max |out - ref|` over each sequence's keys, plus one output rounding"
+    cu, g = batch.cu_seqlens_q.tolist(), batch.q.shape[1] // batch.k_cache.shape[2]
+    acc, worst = 'float64' if batch.q.dtype == torch.float64 else 'float32', 0.0
+    for i, (k, v) in enumerate(zip(batch.keys, batch.values)):
+        qi = batch.q[cu[i]:cu[i + 1]].double().transpose(0, 1).cpu().numpy()                # [Hq, n, d]
+        ki, vi = (x.double().transpose(0, 1).repeat_interleave(g, 0).cpu().numpy() for x in (k, v))
+        # block size 1: one key a block, the most roundings
+        worst = max(worst, attention_error_bound(qi, ki, vi, 1, scale, accum_dtype=acc))
+    return worst + torch.finfo(batch.q.dtype).eps / 2 * max(float(v.abs().max()) for v in batch.values)
+
+# %% ../../nbs/03_paged_attention.ipynb #a4143d9b
+def case_batch(case: AttentionCase, device='cpu') -> PagedBatch:
+    "The case's NaN-poisoned paged batch (`random_paged_batch`), its queries times `logit_scale`"
+    lens = [max(1, n) for n in case.context_lens]
+    b = random_paged_batch(lens, case.q_lens or [1] * len(lens), case.block_size, case.num_q_heads,
+                           case.num_kv_heads, case.head_dim, case.dtype, case.seed, case.share_first_block,
+                           device=device)
+    if case.logit_scale != 1: b.q = (b.q.double() * case.logit_scale).to(case.dtype)
+    if case.refused: b.context_lens = torch.tensor(case.context_lens, device=b.context_lens.device)
+    return b
+
+def case_calls(case: AttentionCase, batch: PagedBatch, decode_fn, prefill_fn) -> dict:
+    "The calls a case makes of a backend, by name; a decode case goes through prefill too"
+    b, calls = batch, {}
+    if case.q_lens is None and decode_fn is not None:
+        calls['decode'] = lambda: decode_fn(b.q, b.k_cache, b.v_cache, b.block_tables, b.context_lens,
+                                            case.scale)
+    if prefill_fn is not None:
+        calls['prefill'] = lambda: prefill_fn(b.q, b.k_cache, b.v_cache, b.block_tables, b.cu_seqlens_q,
+                                              b.context_lens, case.scale)
+    return calls
+
+# %% ../../nbs/03_paged_attention.ipynb #13782d9f
+def contract_error(out: torch.Tensor, ref: torch.Tensor, extreme: bool = False) -> float:
+    "The contract's measure, `max |out - ref| / (1 + |ref|)`; for extreme logits plain `max |out - ref|`"
+    err = (out.double() - ref.double()).abs()
+    if not err.numel(): return 0.0
+    return float(err.max() if extreme else (err / (1 + ref.double().abs())).max())
+
+def check_output(where: str, out, q: torch.Tensor) -> None:
+    "AssertionError unless `out` is a tensor of `q`'s shape and dtype without NaN"
+    if not isinstance(out, torch.Tensor) or out.shape != q.shape or out.dtype != q.dtype:
+        got = f"{getattr(out, 'dtype', type(out).__name__)} of shape {list(getattr(out, 'shape', []))}"
+        raise AssertionError(f"{where}: want a {str(q.dtype)[6:]} tensor of shape {list(q.shape)}, got {got}")
+    if bool(out.isnan().any()):
+        raise AssertionError(f"{where}: NaN in {int(out.isnan().flatten(1).any(1).sum())} rows")
+
+def within_tolerance(where: str, out, ref, tol: float, extreme: bool, against='the float64 oracle') -> float:
+    "`contract_error(out, ref)` if it is at most `tol`, else an AssertionError that says so"
+    err = contract_error(out, ref, extreme)
+    if not err <= tol:
+        raise AssertionError(f"{where}: error {err:.3g} against {against} exceeds the tolerance {tol:.3g}")
+    return err
+
+def check_case(case: AttentionCase, decode_fn, prefill_fn, device='cpu', plain=None) -> list[dict]:
+    "One case through a backend: each output held to the float64 oracle (and to `plain`'s, two functions)"
+    b = case_batch(case, device)
+    if case.refused: return check_refusal(case, b, decode_fn, prefill_fn)
+    extreme, dtype = case.logit_scale != 1, str(case.dtype)[6:]
+    tol = extreme_logit_bound(b, case.scale) if extreme else TOLERANCE[case.dtype]
+    oracle = reference_attention(b.q, b.keys, b.values, b.cu_seqlens_q, case.scale)       # float64, dense
+    plain_calls, rows = case_calls(case, b, *plain) if plain else {}, []
+    for call, fn in case_calls(case, b, decode_fn, prefill_fn).items():
+        where, out = f"attention contract, case {case.name!r} ({call}, {dtype})", fn()
+        check_output(where, out, b.q)
+        err = within_tolerance(where, out, oracle, tol, extreme)
+        row = dict(case=case.name, call=call, dtype=dtype, error=err, tolerance=tol)
+        if call in plain_calls:     # each is within tol of the oracle, so within 2 tol of each other
+            row['error_vs_plain'] = within_tolerance(where, out, plain_calls[call](), 2 * tol, extreme,
+                                                     'the plain backend')
+        rows.append(row)
+    return rows
+
+# %% ../../nbs/03_paged_attention.ipynb #9d5e7e46
+def check_refusal(case: AttentionCase, batch: PagedBatch, decode_fn, prefill_fn) -> list[dict]:
+    "A refused case: every call must raise a ValueError whose message holds `case.refused`"
+    rows = []
+    for call, fn in case_calls(case, batch, decode_fn, prefill_fn).items():
+        where = f"attention contract, case {case.name!r} ({call})"
+        try: fn()
+        except ValueError as e:
+            if case.refused not in str(e):
+                raise AssertionError(f"{where}: want a ValueError saying {case.refused!r}, got {e}")
+            rows.append(dict(case=case.name, call=call, dtype=str(case.dtype)[6:], error='refused',
+                             tolerance='-'))
+            continue
+        raise AssertionError(f"{where}: context_lens {list(case.context_lens)} accepted, "
+                             f"want a ValueError {case.refused!r}")
+    return rows
+
+def check_attention_backend(decode_fn, prefill_fn, cases=None, device='cpu', plain=None) -> list[dict]:
+    "Hold a backend's `decode_fn`, `prefill_fn` (chapter 03's signatures, or None) to `cases` (all)"
+    return [row for case in (CASES if cases is None else cases)
+            for row in check_case(case, decode_fn, prefill_fn, device, plain)]
+
+def contract_table(rows: list[dict]) -> str:
+    "The rows of `check_attention_backend` as a table (a refusal has no errors: '-')"
+    cols = dict.fromkeys(k for r in rows for k in r)
+    return format_rows([{k: f"{v:.1e}" if isinstance(v, float) else v for k in cols for v in [r.get(k, '-')]}
+                        for r in rows])
+
+# %% ../../nbs/03_paged_attention.ipynb #74fa6bf9
+QUICK_CASES = ('pages-of-16', 'mha-pages-of-8', 'gqa-3-pages-of-24-d24', 'gqa-4-d128', 'gqa-5-d8',
+               'gqa-8-pages-of-32', 'page-of-1-gqa-7', 'scale-1', 'extreme-logits', 'extreme-logits-float16',
+               'float16', 'bfloat16-page-of-1', 'empty-context', 'fresh-prompts', 'prefix-at-page-boundaries',
+               'prefill-gqa-3-pages-of-24-d24', 'prefill-gqa-8-page-of-1', 'long-extend',
+               'prefill-extreme-logits', 'prefill-float16', 'prefill-empty-context')
+
+def quick_cases(dtypes=(torch.float32, torch.float16, torch.bfloat16), cases=CASES) -> tuple:
+    "The cases for a slow backend (Triton's interpreter): those named in `QUICK_CASES`, in `dtypes`"
+    return tuple(c for c in cases if c.name in QUICK_CASES and c.dtype in dtypes)
+
+# %% ../../nbs/03_paged_attention.ipynb #688edacf
+def random_cases(n: int, seed: int = 0, max_seqs: int = 5, dtypes=(torch.float32, torch.float64)) -> tuple:
+    "`n` seeded random contract cases of 1 to `max_seqs` sequences (decode where each has one new token)"
+    rng, cases = random.Random(seed), []
+    for i in range(n):
+        B, Hkv = rng.choice([1, 2, 8, 16, 32]), rng.choice([1, 2, 4])
+        g, d = rng.choice([1, 2, 4, 8]), rng.choice([8, 16, 64])
+        lens = [rng.choice([1, B, 2 * B, rng.randint(1, 80)]) for _ in range(rng.randint(1, max_seqs))]
+        q_lens = tuple(rng.choice([1, L, rng.randint(1, L)]) for L in lens)
+        cases.append(AttentionCase(f'random-{seed}-{i}', tuple(lens), None if set(q_lens) == {1} else q_lens,
+                                   B, Hkv * g, Hkv, d, rng.choice(dtypes),
+                                   scale=rng.choice([None, 0.05, 1.0]), share_first_block=rng.random() < .7,
+                                   seed=i))
+    return tuple(cases)
