@@ -28,40 +28,65 @@ def context_blocks(block_tables: torch.Tensor, context_lens: torch.Tensor, block
 
 def padding_rows(context_lens: torch.Tensor, length: int) -> torch.Tensor:
     "Rows `s · length + p` of the positions `p ≥ context_lens[s]` in a `[num_seqs, length]` layout"
-    return (torch.arange(length, device=context_lens.device)[None, :] >= context_lens[:, None]).view(-1).nonzero().view(-1)
+    return (
+        (torch.arange(length, device=context_lens.device)[None, :] >= context_lens[:, None])
+        .view(-1)
+        .nonzero()
+        .view(-1)
+    )
 
 class PageWorkspace:
-    "Buffers that gathered pages reuse from call to call: grown to the largest gather seen (never past `max_rows` when that suffices) and kept; serves one model run at a time"
+    """Buffers that gathered pages reuse from call to call: grown to the largest gather seen (never past
+    `max_rows` when that suffices) and kept; serves one model run at a time"""
     def __init__(self, max_rows: int | None = None): self.k = self.v = None; self.max_rows = max_rows
     def buffers(self, rows: int, cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         "Two `[rows, Hkv, d]` buffers in `cache`'s dtype and device (contents undefined)"
         shape = (cache.shape[2], cache.shape[3])
-        if self.k is None or self.k.shape[0] < rows or self.k.shape[1:] != shape or self.k.dtype != cache.dtype or self.k.device != cache.device:
-            n = max(rows, self.k.shape[0] * 3 // 2 if self.k is not None else 0)      # grow by half again: a few growths, then none
-            if self.max_rows is not None: n = max(rows, min(n, self.max_rows))         # but not past the budgeted size
+        if (
+            self.k is None
+            or self.k.shape[0] < rows
+            or self.k.shape[1:] != shape
+            or self.k.dtype != cache.dtype
+            or self.k.device != cache.device
+        ):
+            # grow by half again: a few growths, then none
+            n = max(rows, self.k.shape[0] * 3 // 2 if self.k is not None else 0)
+            # but not past the budgeted size
+            if self.max_rows is not None: n = max(rows, min(n, self.max_rows))
             self.k, self.v = cache.new_empty(n, *shape), cache.new_empty(n, *shape)
         return self.k[:rows], self.v[:rows]
 
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #1a9212e1
 def gather_pages(k_cache: torch.Tensor, v_cache: torch.Tensor, blocks: torch.Tensor, padding: torch.Tensor,
                  workspace: PageWorkspace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    "Keys and values of whole pages `blocks [num_seqs, pages]`, each `[num_seqs, pages · B, Hkv, d]`, the `padding` rows zeroed"
+    """Keys and values of whole pages `blocks [num_seqs, pages]`, each `[num_seqs, pages · B, Hkv, d]`, the
+    `padding` rows zeroed"""
     S, W = blocks.shape
     _, B, H, d = k_cache.shape
-    if workspace is None: k, v = k_cache.index_select(0, blocks.reshape(-1)), v_cache.index_select(0, blocks.reshape(-1))
+    if workspace is None:
+        k, v = k_cache.index_select(0, blocks.reshape(-1)), v_cache.index_select(0, blocks.reshape(-1))
     else:
         k, v = (x.view(S * W, B, H, d) for x in workspace.buffers(S * W * B, k_cache))
-        torch.index_select(k_cache, 0, blocks.reshape(-1), out=k); torch.index_select(v_cache, 0, blocks.reshape(-1), out=v)
+        torch.index_select(k_cache, 0, blocks.reshape(-1), out=k)
+        torch.index_select(v_cache, 0, blocks.reshape(-1), out=v)
     k, v = k.view(S * W * B, H, d), v.view(S * W * B, H, d)
-    if padding.numel(): k.index_fill_(0, padding, 0); v.index_fill_(0, padding, 0)   # touches only the padding rows
+    # touches only the padding rows
+    if padding.numel(): k.index_fill_(0, padding, 0); v.index_fill_(0, padding, 0)
     return k.view(S, W * B, H, d), v.view(S, W * B, H, d)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #34950326
-BUCKETS = dict(decode=(4, 8), prefill=(8, 2))     # (most groups, fewest sequences in a group) of a plan, by kind of call
+# (most groups, fewest sequences in a group) of a plan, by kind of call
+BUCKETS = dict(decode=(4, 8), prefill=(8, 2))
 
 def length_buckets(lens: torch.Tensor, max_buckets: int = 4, min_size: int = 8) -> list[torch.Tensor]:
-    "Indices of the sequences in at most `max_buckets` groups of equal count (at least `min_size`), sorted by length"
+    """Indices of the sequences in at most `max_buckets` groups of equal count (at least `min_size`), sorted
+    by length"""
     k = max(1, min(max_buckets, lens.numel() // min_size))
-    return [torch.arange(lens.numel(), device=lens.device)] if k == 1 else list(torch.tensor_split(torch.argsort(lens, stable=True), k))
+    return (
+        [torch.arange(lens.numel(), device=lens.device)]
+        if k == 1
+        else list(torch.tensor_split(torch.argsort(lens, stable=True), k))
+    )
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #66674c83
 @dataclass
@@ -72,12 +97,15 @@ class PageBucket:
     col: torch.Tensor | None      # each row's index among its sequence's new tokens (decode: None)
     max_q: int
     blocks: torch.Tensor          # [num_seqs, pages] block ids
-    padding: torch.Tensor         # rows past each length in the gathered pages, to zero (none with clean pages)
-    allowed: torch.Tensor | None  # [num_seqs, 1, max_q, pages · B] additive mask (0 or -inf); None: fresh prompts, plain causal
+    # rows past each length in the gathered pages, to zero (none with clean pages)
+    padding: torch.Tensor
+    # [num_seqs, 1, max_q, pages · B] additive mask (0 or -inf); None: fresh prompts, plain causal
+    allowed: torch.Tensor | None
 
 @dataclass
 class PagePlan:
-    "Index work of a whole-page attention call that depends only on tables and lengths: made once per step, reused by every layer"
+    """Index work of a whole-page attention call that depends only on tables and lengths: made once per step,
+    reused by every layer"""
     num_tokens: int
     num_blocks: int
     block_size: int
@@ -85,12 +113,17 @@ class PagePlan:
     buckets: list[PageBucket]
     workspace: PageWorkspace | None = None     # where the gathers go (None: fresh tensors)
 
-def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, cu_seqlens_q: torch.Tensor | None = None,
-               max_buckets: int | None = None, min_size: int | None = None, workspace: PageWorkspace | None = None,
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #43db72f2
+def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor,
+               cu_seqlens_q: torch.Tensor | None = None, max_buckets: int | None = None,
+               min_size: int | None = None, workspace: PageWorkspace | None = None,
                clean_pages: bool = False) -> PagePlan:
-    "Validate a paged call's tables and lengths against `k_cache` (decode if `cu_seqlens_q` is None) and plan its buckets; `clean_pages`: the caller keeps NaN and inf out of every slot of its pages, so padding rows need no zeroing"
+    """Validate a paged call's tables and lengths against `k_cache` (decode if `cu_seqlens_q` is None) and
+    plan its buckets; `clean_pages`: the caller keeps NaN and inf out of every slot of its pages, so
+    padding rows need no zeroing"""
     decode = cu_seqlens_q is None
-    kind_buckets, kind_min = BUCKETS['decode' if decode else 'prefill']    # decode: a call's fixed cost dominates; prefill: the quadratic work does
+    # decode: a call's fixed cost dominates; prefill: the quadratic work does
+    kind_buckets, kind_min = BUCKETS['decode' if decode else 'prefill']
     max_buckets, min_size = max_buckets or kind_buckets, min_size or kind_min
     num_blocks, B = check_kv_cache(k_cache, k_cache)[:2]
     dev = k_cache.device
@@ -98,8 +131,10 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
         raise ValueError(f"block_tables is on {block_tables.device} but the cache is on {dev}")
     lens = check_block_tables(block_tables, context_lens, num_blocks, B)
     q_lens = check_query_lens(cu_seqlens_q, lens, None, dev)
-    starts = torch.cumsum(q_lens, 0) - q_lens                                      # each sequence's first query row
-    acc = torch.float64 if k_cache.dtype == torch.float64 else torch.float32       # the dtype attention runs in
+    # each sequence's first query row
+    starts = torch.cumsum(q_lens, 0) - q_lens
+    # the dtype attention runs in
+    acc = torch.float64 if k_cache.dtype == torch.float64 else torch.float32
     groups = length_buckets(lens, max_buckets, min_size)
     no_rows = torch.empty(0, dtype=torch.long, device=dev) if clean_pages else None
     one, buckets = len(groups) == 1, []
@@ -107,27 +142,40 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor, 
         b_lens, b_q = (lens, q_lens) if one else (lens[idx], q_lens[idx])
         blocks = context_blocks(block_tables if one else block_tables[idx], b_lens, B)
         k_pos = torch.arange(blocks.shape[1] * B, device=dev)
-        if decode:                                      # one query per sequence, at its last position: rows are the sequences
+        # one query per sequence, at its last position: rows are the sequences
+        if decode:
             seq, col, max_q, rows = None, None, 1, None if one else idx
             allowed = (k_pos[None, :] < b_lens[:, None])[:, None, None, :]
         else:
             seq, col, q_pos = query_layout(b_lens, b_q)
             max_q = q_pos.shape[1]
-            fresh = bool((b_q == b_lens).all())         # no cached prefix: query row i is position i, and causal masking is enough
-            allowed = None if fresh else ((k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < b_lens[:, None, None]))[:, None]
+            # no cached prefix: query row i is position i, and causal masking is enough
+            fresh = bool((b_q == b_lens).all())
+            allowed = (
+                None
+                if fresh
+                else (
+                    (k_pos[None, None, :] <= q_pos[:, :, None])
+                    & (k_pos[None, None, :] < b_lens[:, None, None])
+                )[:, None]
+            )
             rows = None if one else starts[idx][seq] + col
-        if allowed is not None:                         # additive, in the accumulation dtype: SDPA would convert a boolean mask per call
+        # additive, in the accumulation dtype: SDPA would convert a boolean mask per call
+        if allowed is not None:
             allowed = torch.zeros(allowed.shape, dtype=acc, device=dev).masked_fill_(~allowed, float('-inf'))
         padding = no_rows if clean_pages else padding_rows(b_lens, k_pos.numel())
         buckets.append(PageBucket(rows, seq, col, max_q, blocks, padding, allowed))
     return PagePlan(int(q_lens.sum()), num_blocks, B, decode, buckets, workspace)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #5add2fd6
-def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan, scale: float | None = None) -> torch.Tensor:
-    "Attention of the packed queries `q [num_tokens, Hq, d]` over whole pages, as `plan` lays them out, with fused SDPA"
+def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan,
+                         scale: float | None = None) -> torch.Tensor:
+    """Attention of the packed queries `q [num_tokens, Hq, d]` over whole pages, as `plan` lays them out, with
+    fused SDPA"""
     num_blocks, B, _, head_dim = check_query(q, k_cache, v_cache)
     if (num_blocks, B) != (plan.num_blocks, plan.block_size):
-        raise ValueError(f"the cache has {num_blocks} blocks of {B} slots but the plan was made for {plan.num_blocks} of {plan.block_size}")
+        raise ValueError(f"the cache has {num_blocks} blocks of {B} slots but the plan was made for "
+                         f"{plan.num_blocks} of {plan.block_size}")
     if q.shape[0] != plan.num_tokens:
         raise ValueError(f"q has {q.shape[0]} rows but the plan has {plan.num_tokens} query tokens"
                          + (": decode takes one query per sequence" if plan.decode else ""))
@@ -135,46 +183,65 @@ def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     out = None if plan.buckets[0].rows is None else torch.empty_like(q)
     for b in plan.buckets:
         qb = q if b.rows is None else q.index_select(0, b.rows)
-        if plan.decode: grid = qb[:, :, None]                                         # one query per sequence: no grid to fill
+        # one query per sequence: no grid to fill
+        if plan.decode: grid = qb[:, :, None]
         else:
             grid = qb.new_zeros(b.blocks.shape[0], b.max_q, *q.shape[1:]); grid[b.seq, b.col] = qb
             grid = grid.transpose(1, 2)
         k, v = gather_pages(k_cache, v_cache, b.blocks, b.padding, plan.workspace)
-        o = F.scaled_dot_product_attention(grid.to(acc), k.transpose(1, 2).to(acc), v.transpose(1, 2).to(acc), attn_mask=b.allowed,
-                                           is_causal=b.allowed is None, scale=scale, enable_gqa=True)   # [seqs, Hq, max_q, d]
+        # [seqs, Hq, max_q, d]
+        o = F.scaled_dot_product_attention(grid.to(acc), k.transpose(1, 2).to(acc), v.transpose(1, 2).to(acc),
+                                           attn_mask=b.allowed, is_causal=b.allowed is None, scale=scale,
+                                           enable_gqa=True)
         o = (o[:, :, 0] if plan.decode else o.transpose(1, 2)[b.seq, b.col]).to(q.dtype)
         if out is None: return o
         out.index_copy_(0, b.rows, o)
     return out
 
-def sdpa_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
-                          context_lens, scale: float | None = None, plan: PagePlan | None = None) -> torch.Tensor:
-    "`paged_decode_attention`'s contract on whole pages with fused SDPA; pass `plan` (`plan_pages` of the same tables) to skip planning"
-    return sdpa_paged_attention(q, k_cache, v_cache, plan or plan_pages(block_tables, context_lens, k_cache), scale)
+def sdpa_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                          block_tables: torch.Tensor, context_lens, scale: float | None = None,
+                          plan: PagePlan | None = None) -> torch.Tensor:
+    """`paged_decode_attention`'s contract on whole pages with fused SDPA; pass `plan` (`plan_pages` of the
+    same tables) to skip planning"""
+    return sdpa_paged_attention(q, k_cache, v_cache, plan or plan_pages(block_tables, context_lens, k_cache),
+                                scale)
 
-def sdpa_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
-                           cu_seqlens_q: torch.Tensor, context_lens, scale: float | None = None, plan: PagePlan | None = None) -> torch.Tensor:
-    "`paged_prefill_attention`'s contract on whole pages with fused SDPA; pass `plan` (`plan_pages` of the same tables) to skip planning"
-    return sdpa_paged_attention(q, k_cache, v_cache, plan or plan_pages(block_tables, context_lens, k_cache, cu_seqlens_q), scale)
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #04687eda
+def sdpa_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                           block_tables: torch.Tensor, cu_seqlens_q: torch.Tensor, context_lens,
+                           scale: float | None = None, plan: PagePlan | None = None) -> torch.Tensor:
+    """`paged_prefill_attention`'s contract on whole pages with fused SDPA; pass `plan` (`plan_pages` of the
+    same tables) to skip planning"""
+    return sdpa_paged_attention(q, k_cache, v_cache,
+                                plan or plan_pages(block_tables, context_lens, k_cache, cu_seqlens_q), scale)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #c431742f
 def largest_bucket(num_seqs: int, kind: str = 'decode') -> int:
-    "The most sequences in one group when `plan_pages` splits `num_seqs` sequences for a `kind` ('decode' or 'prefill') call"
-    if kind not in BUCKETS: raise ValueError(f"kind must be one of {', '.join(map(repr, BUCKETS))}, got {kind!r}")
+    """The most sequences in one group when `plan_pages` splits `num_seqs` sequences for a `kind` ('decode' or
+    'prefill') call"""
+    if kind not in BUCKETS: raise ValueError(f"kind must be one of {', '.join(map(repr, BUCKETS))}, got "
+                                             f"{kind!r}")
     max_buckets, min_size = BUCKETS[kind]
     return cdiv(num_seqs, max(1, min(max_buckets, num_seqs // min_size)))
 
-def gather_rows_bound(max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int, block_size: int) -> int:
-    "The most rows one whole-page gather can take in an engine with these limits: the largest bucket, every sequence `max_model_len` long"
-    for k, v in dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len, block_size=block_size).items():
+def gather_rows_bound(
+    max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int, block_size: int
+) -> int:
+    """The most rows one whole-page gather can take in an engine with these limits: the largest bucket, every
+    sequence `max_model_len` long"""
+    for k, v in dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                     max_model_len=max_model_len, block_size=block_size).items():
         check_positive(k, v)
-    groups = max(largest_group(max_num_seqs, 'decode'), largest_group(min(max_num_seqs, max_num_batched_tokens), 'prefill'))
+    groups = max(largest_group(max_num_seqs, 'decode'),
+                 largest_group(min(max_num_seqs, max_num_batched_tokens), 'prefill'))
     return groups * cdiv(max_model_len, block_size) * block_size
 
 def largest_group(max_num_seqs: int, kind: str = 'decode') -> int:
-    "`max(largest_bucket(n, kind) for n in 1..max_num_seqs)`, from the few `n` where it can peak: O(buckets), not O(max_num_seqs)"
+    """`max(largest_bucket(n, kind) for n in 1..max_num_seqs)`, from the few `n` where it can peak:
+    O(buckets), not O(max_num_seqs)"""
     max_buckets, min_size = BUCKETS[kind]
-    # with k groups (n in [k*min_size, (k+1)*min_size)), a group holds ceil(n / k): largest at the end of that range;
+    # with k groups (n in [k*min_size, (k+1)*min_size)), a group holds ceil(n / k): largest at the end of that
+    # range;
     # from max_buckets groups on it only grows with n
     peaks = [min(max_num_seqs, (k + 1) * min_size - 1) for k in range(max_buckets)] + [max_num_seqs]
     return max(largest_bucket(n, kind) for n in peaks if n >= 1)

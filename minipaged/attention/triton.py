@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import torch
 
-# Triton reads TRITON_INTERPRET whenever @triton.jit wraps a function: its own library at `import triton`, our kernels below.
+# Triton reads TRITON_INTERPRET whenever @triton.jit wraps a function: its own library at `import triton`, our
+# kernels below.
 if not torch.cuda.is_available(): os.environ.setdefault('TRITON_INTERPRET', '1')
 import triton
 import triton.language as tl
@@ -25,17 +26,27 @@ __all__ = ['MAX_SPLITS', 'SUPPORTED_DTYPES', 'LOG2E', 'decode_kv_bytes', 'choose
            'triton_paged_prefill_attention']
 
 # %% ../../nbs/04_triton_kernel.ipynb #98d01cfa
-def decode_kv_bytes(context_tokens: int, num_kv_heads: int, head_dim: int, dtype: str = 'bfloat16', reads_per_page: int = 1) -> int:
-    "KV bytes one layer's decode attention reads for `context_tokens` cached tokens in all, each page read `reads_per_page` times"
-    return check_positive('context_tokens', context_tokens) * kv_bytes_per_token(1, num_kv_heads, head_dim, dtype) * check_positive('reads_per_page', reads_per_page)
+def decode_kv_bytes(context_tokens: int, num_kv_heads: int, head_dim: int, dtype: str = 'bfloat16',
+                    reads_per_page: int = 1) -> int:
+    """KV bytes one layer's decode attention reads for `context_tokens` cached tokens in all, each page read
+    `reads_per_page` times"""
+    return (
+        check_positive('context_tokens', context_tokens)
+        * kv_bytes_per_token(1, num_kv_heads, head_dim, dtype)
+        * check_positive('reads_per_page', reads_per_page)
+    )
 
 # %% ../../nbs/04_triton_kernel.ipynb #39eb9490
-MAX_SPLITS = 64   # the merge kernel loads every split's m at once; 64 already fills an H200 from a single sequence
+# the merge kernel loads every split's m at once; 64 already fills an H200 from a single sequence
+MAX_SPLITS = 64
 
-def choose_num_splits(num_seqs: int, num_kv_heads: int, max_context_len: int, num_sms: int, min_tokens_per_split: int = 256) -> int:
-    "Splits of the context per (sequence, KV head): enough programs to cover `num_sms`, none shorter than `min_tokens_per_split`"
+def choose_num_splits(num_seqs: int, num_kv_heads: int, max_context_len: int, num_sms: int,
+                      min_tokens_per_split: int = 256) -> int:
+    """Splits of the context per (sequence, KV head): enough programs to cover `num_sms`, none shorter than
+    `min_tokens_per_split`"""
     programs = check_positive('num_seqs', num_seqs) * check_positive('num_kv_heads', num_kv_heads)
-    longest = cdiv(check_positive('max_context_len', max_context_len), check_positive('min_tokens_per_split', min_tokens_per_split))
+    longest = cdiv(check_positive('max_context_len', max_context_len),
+                   check_positive('min_tokens_per_split', min_tokens_per_split))
     return max(1, min(cdiv(check_positive('num_sms', num_sms), programs), longest, MAX_SPLITS))
 
 # %% ../../nbs/04_triton_kernel.ipynb #b0855c3a
@@ -46,138 +57,217 @@ def _pow2(n: int, floor: int = 16) -> int: return max(floor, triton.next_power_o
 
 def _check_tensor(name: str, t, ndim: int, dtypes, device=None):
     "Check a tensor argument's type, rank, dtype, device and last-dimension stride; ValueErrors name it"
-    if not isinstance(t, torch.Tensor): raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not isinstance(t, torch.Tensor): raise ValueError(f"{name} must be a torch.Tensor, got "
+                                                         f"{type(t).__name__}")
     if t.dim() != ndim: raise ValueError(f"{name} must have {ndim} dimensions, got shape {list(t.shape)}")
-    if t.dtype not in dtypes: raise ValueError(f"{name} must have dtype {' or '.join(str(d).replace('torch.', '') for d in dtypes)}, got {t.dtype}")
-    if device is not None and t.device != device: raise ValueError(f"{name} is on {t.device} but q is on {device}")
-    if t.numel() and t.stride(-1) != 1: raise ValueError(f"{name} must be contiguous in its last dimension, got strides {t.stride()}")
+    if t.dtype not in dtypes:
+        raise ValueError(
+            f"{name} must have dtype "
+            f"{' or '.join(str(d).replace('torch.', '') for d in dtypes)}, got {t.dtype}"
+        )
+    if device is not None and t.device != device: raise ValueError(f"{name} is on {t.device} but q is on "
+                                                                   f"{device}")
+    if t.numel() and t.stride(-1) != 1: raise ValueError(f"{name} must be contiguous in its last dimension, "
+                                                         f"got strides {t.stride()}")
     return t
 
 # %% ../../nbs/04_triton_kernel.ipynb #60883bd8
 def _check_common(q, k_cache, v_cache, block_tables, context_lens, num_seqs: int, scale):
-    "Metadata checks shared by both launchers; returns (context_lens tensor, block_size, num_kv_heads, head_dim, group, scale)"
+    """Metadata checks shared by both launchers; returns (context_lens tensor, block_size, num_kv_heads,
+    head_dim, group, scale)"""
     _check_tensor('q', q, 3, SUPPORTED_DTYPES)
     if kernel_mode() == 'mixed': raise RuntimeError(f"minipaged.attention.triton: {_MODE_ADVICE['mixed']}")
-    if kernel_mode() == 'compiled' and q.device.type != 'cuda': raise ValueError(f"q is on {q.device} but {_MODE_ADVICE['compiled']}")
-    for name, c in (('k_cache', k_cache), ('v_cache', v_cache)): _check_tensor(name, c, 4, (q.dtype,), q.device)
-    _, block_size, num_kv_heads, head_dim = check_query(q, k_cache, v_cache)      # chapter 03's checks and messages
-    if head_dim > 256: raise ValueError(f"head_dim must be at most 256 (a [rows, head_dim] tile lives in registers), got {head_dim}")
+    if kernel_mode() == 'compiled' and q.device.type != 'cuda':
+        raise ValueError(f"q is on {q.device} but {_MODE_ADVICE['compiled']}")
+    for name, c in (('k_cache', k_cache), ('v_cache', v_cache)):
+        _check_tensor(name, c, 4, (q.dtype,), q.device)
+    # chapter 03's checks and messages
+    _, block_size, num_kv_heads, head_dim = check_query(q, k_cache, v_cache)
+    if head_dim > 256: raise ValueError("head_dim must be at most 256 (a [rows, head_dim] tile lives in "
+                                        f"registers), got {head_dim}")
     _check_tensor('block_tables', block_tables, 2, INDEX_DTYPES, q.device)
-    if block_tables.shape[0] != num_seqs: raise ValueError(f"block_tables must have one row per sequence ({num_seqs}), got {block_tables.shape[0]}")
-    if not isinstance(context_lens, torch.Tensor): context_lens = torch.tensor(context_lens, dtype=torch.int32, device=q.device)
+    if block_tables.shape[0] != num_seqs: raise ValueError("block_tables must have one row per sequence "
+                                                           f"({num_seqs}), got {block_tables.shape[0]}")
+    if not isinstance(context_lens, torch.Tensor):
+        context_lens = torch.tensor(context_lens, dtype=torch.int32, device=q.device)
     _check_tensor('context_lens', context_lens, 1, INDEX_DTYPES, q.device)
-    if context_lens.shape[0] != num_seqs: raise ValueError(f"context_lens must have one entry per sequence ({num_seqs}), got {context_lens.shape[0]}")
-    return context_lens, block_size, num_kv_heads, head_dim, q.shape[1] // num_kv_heads, check_scale(scale, head_dim)
+    if context_lens.shape[0] != num_seqs: raise ValueError("context_lens must have one entry per sequence "
+                                                           f"({num_seqs}), got {context_lens.shape[0]}")
+    return (
+        context_lens,
+        block_size,
+        num_kv_heads,
+        head_dim,
+        q.shape[1] // num_kv_heads,
+        check_scale(scale, head_dim),
+    )
 
-def _check_values(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, max_context_len: int | None, check_values):
-    "Chapter 03's value checks, when asked for (default: for CPU tensors, where reading them costs no device sync)"
+def _check_values(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, max_context_len: int | None,
+                  check_values):
+    """Chapter 03's value checks, when asked for (default: for CPU tensors, where reading them costs no device
+    sync)"""
     if not (check_values if check_values is not None else q.device.type == 'cpu'): return lens
     lens = check_paged_inputs(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale)[0]
     if max_context_len is not None and int(lens.max()) > max_context_len:
         raise ValueError(f"max_context_len {max_context_len} is below the longest context, {int(lens.max())}")
     return lens
 
+# %% ../../nbs/04_triton_kernel.ipynb #2e4f3597
 def _check_out(out, shape, q):
     "A new output tensor, or `out` checked against the shape and dtype the kernel writes"
     if out is None: return torch.empty(shape, dtype=q.dtype, device=q.device)
     _check_tensor('out', out, 3, (q.dtype,), q.device)
-    if tuple(out.shape) != tuple(shape): raise ValueError(f"out must have shape {list(shape)}, got {list(out.shape)}")
+    if tuple(out.shape) != tuple(shape): raise ValueError(f"out must have shape {list(shape)}, got "
+                                                          f"{list(out.shape)}")
     return out
 
 # %% ../../nbs/04_triton_kernel.ipynb #97cf2f38
 def decode_config(head_dim: int, group: int, interpreted: bool | None = None) -> dict:
     "Tile sizes and launch options of the decode kernel for `head_dim` and GQA `group` size"
     interpreted = KERNELS_INTERPRETED if interpreted is None else interpreted
-    return dict(GROUP_PAD=_pow2(group), HEAD_DIM_PAD=_pow2(head_dim), BLOCK_N=32 if interpreted else 64, num_warps=4, num_stages=3)
+    return dict(GROUP_PAD=_pow2(group), HEAD_DIM_PAD=_pow2(head_dim), BLOCK_N=32 if interpreted else 64,
+                num_warps=4, num_stages=3)
 
 def prefill_config(head_dim: int, group: int, interpreted: bool | None = None) -> dict:
     "Tile sizes and launch options of the prefill kernel: BLOCK_M rows = BLOCK_Q tokens x `group` heads"
     interpreted = KERNELS_INTERPRETED if interpreted is None else interpreted
     block_m = max(32 if interpreted else 128 if head_dim <= 128 else 64, _pow2(group))
     return dict(BLOCK_M=block_m, BLOCK_Q=block_m // group, HEAD_DIM_PAD=_pow2(head_dim),
-                BLOCK_N=32 if interpreted or head_dim > 128 else 64, num_warps=4 if interpreted else 8, num_stages=3)
+                BLOCK_N=32 if interpreted or head_dim > 128 else 64, num_warps=4 if interpreted else 8,
+                num_stages=3)
 
 def _dot_args(dtype: torch.dtype) -> dict:
-    "What loaded K, V and q are converted to — float32 in the interpreter (no bfloat16 arithmetic there), else the cache dtype — and how float32 dots run"
-    dot = tl.float32 if KERNELS_INTERPRETED else {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32}[dtype]
-    return dict(DOT_DTYPE=dot, DOT_PRECISION='ieee' if dot == tl.float32 else 'tf32')   # ieee: no TF32 rounding of float32; 16-bit inputs ignore it
+    """What loaded K, V and q are converted to — float32 in the interpreter (no bfloat16 arithmetic there),
+    else the cache dtype — and how float32 dots run"""
+    dot = tl.float32 if KERNELS_INTERPRETED else {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16,
+                                                  torch.float32: tl.float32}[dtype]
+    # ieee: no TF32 rounding of float32; 16-bit inputs ignore it
+    return dict(DOT_DTYPE=dot, DOT_PRECISION='ieee' if dot == tl.float32 else 'tf32')
 
 # %% ../../nbs/04_triton_kernel.ipynb #4b71654c
-def decode_split_states(q, k_cache, v_cache, block_tables, context_lens, num_splits: int, scale=None, max_context_len: int | None = None,
-                        check_values: bool | None = None):
-    "Run the decode kernel with `num_splits` splits; return float32 partial states `(acc [S, Hq, splits, d], m, l [S, Hq, splits])`, `m` in units of log2"
+def decode_split_states(q, k_cache, v_cache, block_tables, context_lens, num_splits: int, scale=None,
+                        max_context_len: int | None = None, check_values: bool | None = None):
+    """Run the decode kernel with `num_splits` splits; return float32 partial states `(acc [S, Hq, splits, d],
+    m, l [S, Hq, splits])`, `m` in units of log2"""
     num_seqs = q.shape[0] if isinstance(q, torch.Tensor) and q.dim() == 3 else 0
-    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(q, k_cache, v_cache, block_tables, context_lens, num_seqs, scale)
+    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(
+        q, k_cache, v_cache, block_tables, context_lens, num_seqs, scale
+    )
     if isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= MAX_SPLITS:
         raise ValueError(f"num_splits must be an integer in 1..{MAX_SPLITS}, got {num_splits!r}")
-    max_ctx = block_tables.shape[1] * block_size if max_context_len is None else check_positive('max_context_len', max_context_len)
+    max_ctx = (
+        block_tables.shape[1] * block_size
+        if max_context_len is None
+        else check_positive('max_context_len', max_context_len)
+    )
     lens = _check_values(q, k_cache, v_cache, block_tables, lens, None, scale, max_ctx, check_values)
     cfg = decode_config(head_dim, group)
     tokens_per_split = cdiv(cdiv(max_ctx, num_splits), cfg['BLOCK_N']) * cfg['BLOCK_N']
     acc = torch.empty((num_seqs, q.shape[1], num_splits, head_dim), dtype=torch.float32, device=q.device)
-    m, l = (torch.empty((num_seqs, q.shape[1], num_splits), dtype=torch.float32, device=q.device) for _ in range(2))
-    _paged_decode_kernel[(num_seqs, num_kv_heads, num_splits)](
-        q, k_cache, v_cache, block_tables, lens, acc, m, l, scale * LOG2E, tokens_per_split, q.stride(0), q.stride(1),
-        *k_cache.stride()[:3], *v_cache.stride()[:3], block_tables.stride(0), *acc.stride()[:3], *m.stride()[:2],
-        PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim, SPLIT=True, **_dot_args(q.dtype), **cfg)
+    m, l = (
+        torch.empty((num_seqs, q.shape[1], num_splits), dtype=torch.float32, device=q.device)
+        for _ in range(2)
+    )
+    _paged_decode_kernel[(num_seqs, num_kv_heads, num_splits)](q, k_cache, v_cache, block_tables, lens, acc,
+                                                               m, l, scale * LOG2E, tokens_per_split,
+                                                               q.stride(0), q.stride(1),
+                                                               *k_cache.stride()[:3], *v_cache.stride()[:3],
+                                                               block_tables.stride(0), *acc.stride()[:3],
+                                                               *m.stride()[:2], PAGE_SIZE=block_size,
+                                                               GROUP=group, HEAD_DIM=head_dim, SPLIT=True,
+                                                               **_dot_args(q.dtype), **cfg)
     return acc, m, l
 
 # %% ../../nbs/04_triton_kernel.ipynb #a8351912
 def _bf16_safe(out):
     "The tensor a kernel should write: `out`, or a float32 stand-in for a bfloat16 `out` in the interpreter"
-    return torch.empty(out.shape, dtype=torch.float32, device=out.device) if KERNELS_INTERPRETED and out.dtype == torch.bfloat16 else out
+    return (
+        torch.empty(out.shape, dtype=torch.float32, device=out.device)
+        if KERNELS_INTERPRETED and out.dtype == torch.bfloat16
+        else out
+    )
 
 def merge_split_states(acc, m, l, out):
-    "Merge decode split states `(acc, m, l)` from `decode_split_states` into `out [S, Hq, d]` (the merge kernel); returns `out`"
+    """Merge decode split states `(acc, m, l)` from `decode_split_states` into `out [S, Hq, d]` (the merge
+    kernel); returns `out`"""
     _check_tensor('acc', acc, 4, (torch.float32,), out.device)
     num_seqs, num_q_heads, num_splits, head_dim = acc.shape
     for name, x in (('m', m), ('l', l)):
         _check_tensor(name, x, 3, (torch.float32,), out.device)
-        if x.shape != acc.shape[:3]: raise ValueError(f"{name} must have shape {list(acc.shape[:3])} to match acc, got {list(x.shape)}")
-    if not 1 <= num_splits <= MAX_SPLITS: raise ValueError(f"acc must hold 1..{MAX_SPLITS} splits, got {num_splits}")
+        if x.shape != acc.shape[:3]: raise ValueError(f"{name} must have shape {list(acc.shape[:3])} to "
+                                                      f"match acc, got {list(x.shape)}")
+    if not 1 <= num_splits <= MAX_SPLITS: raise ValueError(f"acc must hold 1..{MAX_SPLITS} splits, got "
+                                                           f"{num_splits}")
     _check_tensor('out', out, 3, SUPPORTED_DTYPES, out.device)
-    if out.shape != (num_seqs, num_q_heads, head_dim): raise ValueError(f"out must have shape {[num_seqs, num_q_heads, head_dim]}, got {list(out.shape)}")
+    if out.shape != (num_seqs, num_q_heads, head_dim):
+        raise ValueError(f"out must have shape {[num_seqs, num_q_heads, head_dim]}, got {list(out.shape)}")
     target = _bf16_safe(out)
-    _merge_splits_kernel[(num_seqs, num_q_heads)](acc, m, l, target, num_splits, *acc.stride()[:3], *m.stride()[:2],
-                                                  target.stride(0), target.stride(1), HEAD_DIM=head_dim,
-                                                  HEAD_DIM_PAD=_pow2(head_dim), SPLITS_PAD=_pow2(num_splits, 2))
+    _merge_splits_kernel[(num_seqs, num_q_heads)](acc, m, l, target, num_splits, *acc.stride()[:3],
+                                                  *m.stride()[:2], target.stride(0), target.stride(1),
+                                                  HEAD_DIM=head_dim, HEAD_DIM_PAD=_pow2(head_dim),
+                                                  SPLITS_PAD=_pow2(num_splits, 2))
     if target is not out: out.copy_(target)
     return out
 
 # %% ../../nbs/04_triton_kernel.ipynb #831afd6b
 def _num_sms(device) -> int:
     "SMs to fill: the GPU's count, or 1 in the interpreter, which runs one program at a time"
-    return 1 if KERNELS_INTERPRETED or device.type != 'cuda' else torch.cuda.get_device_properties(device).multi_processor_count
+    return (
+        1
+        if KERNELS_INTERPRETED or device.type != 'cuda'
+        else torch.cuda.get_device_properties(device).multi_processor_count
+    )
 
-def triton_paged_decode_attention(q, k_cache, v_cache, block_tables, context_lens, scale=None, num_splits: int | None = None, out=None,
-                                  max_context_len: int | None = None, check_values: bool | None = None):
-    "Paged decode attention (chapter 03's `paged_decode_attention`) by the Triton kernels: `q [S, Hq, d]` -> `[S, Hq, d]`"
+# %% ../../nbs/04_triton_kernel.ipynb #97c0a295
+def triton_paged_decode_attention(q, k_cache, v_cache, block_tables, context_lens, scale=None,
+                                  num_splits: int | None = None, out=None, max_context_len: int | None = None,
+                                  check_values: bool | None = None):
+    """Paged decode attention (chapter 03's `paged_decode_attention`) by the Triton kernels: `q [S, Hq, d]` ->
+    `[S, Hq, d]`"""
     num_seqs = q.shape[0] if isinstance(q, torch.Tensor) and q.dim() == 3 else 0
-    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(q, k_cache, v_cache, block_tables, context_lens, num_seqs, scale)
+    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(
+        q, k_cache, v_cache, block_tables, context_lens, num_seqs, scale
+    )
     out = _check_out(out, q.shape, q)
-    if num_seqs == 0: return out                                        # an empty batch: nothing to launch
-    max_ctx = block_tables.shape[1] * block_size if max_context_len is None else check_positive('max_context_len', max_context_len)
+    if num_seqs == 0: return out  # an empty batch: nothing to launch
+    max_ctx = (
+        block_tables.shape[1] * block_size
+        if max_context_len is None
+        else check_positive('max_context_len', max_context_len)
+    )
     if num_splits is None: num_splits = choose_num_splits(num_seqs, num_kv_heads, max_ctx, _num_sms(q.device))
     if num_splits != 1:
-        return merge_split_states(*decode_split_states(q, k_cache, v_cache, block_tables, lens, num_splits, scale, max_ctx, check_values), out)
+        return merge_split_states(
+            *decode_split_states(
+                q, k_cache, v_cache, block_tables, lens, num_splits, scale, max_ctx, check_values
+            ),
+            out,
+        )
     lens = _check_values(q, k_cache, v_cache, block_tables, lens, None, scale, max_ctx, check_values)
     cfg, target = decode_config(head_dim, group), _bf16_safe(out)
-    _paged_decode_kernel[(num_seqs, num_kv_heads, 1)](
-        q, k_cache, v_cache, block_tables, lens, target, target, target, scale * LOG2E, cdiv(max_ctx, cfg['BLOCK_N']) * cfg['BLOCK_N'],
-        q.stride(0), q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3], block_tables.stride(0),
-        target.stride(0), target.stride(1), 0, 0, 0,
-        PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim, SPLIT=False, **_dot_args(q.dtype), **cfg)
+    _paged_decode_kernel[(num_seqs, num_kv_heads, 1)](q, k_cache, v_cache, block_tables, lens, target, target,
+                                                      target, scale * LOG2E,
+                                                      cdiv(max_ctx, cfg['BLOCK_N']) * cfg['BLOCK_N'],
+                                                      q.stride(0), q.stride(1), *k_cache.stride()[:3],
+                                                      *v_cache.stride()[:3], block_tables.stride(0),
+                                                      target.stride(0), target.stride(1), 0, 0, 0,
+                                                      PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim,
+                                                      SPLIT=False, **_dot_args(q.dtype), **cfg)
     if target is not out: out.copy_(target)
     return out
 
 # %% ../../nbs/04_triton_kernel.ipynb #85e33964
-def triton_paged_prefill_attention(q, k_cache, v_cache, block_tables, cu_seqlens_q, context_lens, scale=None, out=None,
-                                   check_values: bool | None = None):
-    "Paged prefill/extend attention (chapter 03's `paged_prefill_attention`) by the Triton kernel: `q [tokens, Hq, d]` -> same shape"
+def triton_paged_prefill_attention(q, k_cache, v_cache, block_tables, cu_seqlens_q, context_lens, scale=None,
+                                   out=None, check_values: bool | None = None):
+    """Paged prefill/extend attention (chapter 03's `paged_prefill_attention`) by the Triton kernel: `q
+    [tokens, Hq, d]` -> same shape"""
     _check_tensor('cu_seqlens_q', cu_seqlens_q, 1, INDEX_DTYPES, getattr(q, 'device', None))
     num_seqs = cu_seqlens_q.shape[0] - 1
-    if num_seqs < 1: raise ValueError(f"cu_seqlens_q must hold num_seqs + 1 >= 2 offsets, got {cu_seqlens_q.shape[0]}")
-    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(q, k_cache, v_cache, block_tables, context_lens, num_seqs, scale)
+    if num_seqs < 1: raise ValueError("cu_seqlens_q must hold num_seqs + 1 >= 2 offsets, got "
+                                      f"{cu_seqlens_q.shape[0]}")
+    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(
+        q, k_cache, v_cache, block_tables, context_lens, num_seqs, scale
+    )
     lens = _check_values(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, None, check_values)
     out = _check_out(out, q.shape, q)
     if q.shape[0] == 0: return out
@@ -185,8 +275,28 @@ def triton_paged_prefill_attention(q, k_cache, v_cache, block_tables, cu_seqlens
     launch = dict(num_warps=cfg.pop('num_warps'), num_stages=cfg.pop('num_stages'))
     target = _bf16_safe(out)
     _paged_prefill_kernel[(q.shape[0] // cfg['BLOCK_Q'] + num_seqs, num_kv_heads)](
-        q, k_cache, v_cache, block_tables, cu_seqlens_q, lens, target, scale * LOG2E, num_seqs, q.stride(0), q.stride(1),
-        *k_cache.stride()[:3], *v_cache.stride()[:3], block_tables.stride(0), target.stride(0), target.stride(1),
-        PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim, **_dot_args(q.dtype), **cfg, **launch)
+        q,
+        k_cache,
+        v_cache,
+        block_tables,
+        cu_seqlens_q,
+        lens,
+        target,
+        scale * LOG2E,
+        num_seqs,
+        q.stride(0),
+        q.stride(1),
+        *k_cache.stride()[:3],
+        *v_cache.stride()[:3],
+        block_tables.stride(0),
+        target.stride(0),
+        target.stride(1),
+        PAGE_SIZE=block_size,
+        GROUP=group,
+        HEAD_DIM=head_dim,
+        **_dot_args(q.dtype),
+        **cfg,
+        **launch,
+    )
     if target is not out: out.copy_(target)
     return out
