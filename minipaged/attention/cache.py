@@ -146,42 +146,48 @@ def gather_kv(
     return k_cache.view(-1, H, d)[slots], v_cache.view(-1, H, d)[slots]
 
 # %% ../../nbs/03_paged_attention.ipynb #4a7dfe48
-def check_block_tables(
-    block_tables: torch.Tensor, context_lens, num_blocks: int, block_size: int
-) -> torch.Tensor:
-    """Check block tables against context lengths and the cache; return the lengths as int64 on the tables'
-    device"""
+def _check_table_and_lens(block_tables, context_lens) -> torch.Tensor:
+    "The table is a non-empty 2-D integer tensor and `context_lens` one integer per row, on its device"
     if (
         not isinstance(block_tables, torch.Tensor)
         or block_tables.dim() != 2
         or block_tables.dtype not in INDEX_DTYPES
     ):
-        raise ValueError(
-            f"block_tables must be a 2-D int32 (or int64) tensor [num_seqs, max_blocks_per_seq], got "
-            f"{getattr(block_tables, 'dtype', type(block_tables))} of shape "
-            f"{list(getattr(block_tables, 'shape', []))}"
-        )
+        shape = list(getattr(block_tables, 'shape', []))
+        raise ValueError("block_tables must be a 2-D int32 (or int64) tensor [num_seqs, max_blocks_per_seq], "
+                         f"got {getattr(block_tables, 'dtype', type(block_tables))} of shape {shape}")
     num_seqs, width = block_tables.shape
-    if num_seqs < 1 or width < 1: raise ValueError("block_tables must have at least one row and one column, "
-                                                   f"got shape {list(block_tables.shape)}")
+    if num_seqs < 1 or width < 1:
+        raise ValueError("block_tables must have at least one row and one column, got shape "
+                         f"{[num_seqs, width]}")
     if isinstance(context_lens, torch.Tensor) and context_lens.device != block_tables.device:
         raise ValueError(f"context_lens is on {context_lens.device} but block_tables is on "
                          f"{block_tables.device}")
     lens = torch.as_tensor(context_lens, device=block_tables.device)
     if lens.dtype not in INDEX_DTYPES or lens.dim() != 1 or lens.numel() != num_seqs:
-        raise ValueError(f"context_lens must be {num_seqs} integers (one per block-table row), got "
-                         f"{lens.dtype} of shape {list(lens.shape)}")
-    lens = lens.long()
+        raise ValueError(f"context_lens must be {num_seqs} integers (one per block-table row), "
+                         f"got {lens.dtype} of shape {list(lens.shape)}")
+    return lens.long()
+
+# %% ../../nbs/03_paged_attention.ipynb #58cb41ab
+def check_block_tables(
+    block_tables: torch.Tensor, context_lens, num_blocks: int, block_size: int
+) -> torch.Tensor:
+    """Check block tables against context lengths and the cache; return the lengths as int64 on the tables'
+    device"""
+    lens, width = _check_table_and_lens(block_tables, context_lens), block_tables.shape[1]
     def first(bad): return int(bad.nonzero()[0, 0])
-    if bool((bad := lens < 1).any()): raise ValueError(f"context_lens[{first(bad)}] = "
-                                                       f"{int(lens[first(bad)])} must be at least 1")
+    if bool((bad := lens < 1).any()):
+        raise ValueError(f"context_lens[{first(bad)}] = {int(lens[first(bad)])} must be at least 1")
     if bool((bad := lens > num_blocks * block_size).any()):
-        i = first(bad); raise ValueError(f"context_lens[{i}] = {int(lens[i])} exceeds the cache's "
-                                         f"{num_blocks * block_size} slots")
+        i = first(bad)
+        raise ValueError(f"context_lens[{i}] = {int(lens[i])} exceeds the cache's {num_blocks * block_size} "
+                         "slots")
     used = (lens + block_size - 1) // block_size
     if bool((bad := used > width).any()):
-        i = first(bad); raise ValueError(f"context_lens[{i}] = {int(lens[i])} needs {int(used[i])} blocks "
-                                         f"but block_tables has {width} columns")
+        i = first(bad)
+        raise ValueError(f"context_lens[{i}] = {int(lens[i])} needs {int(used[i])} blocks "
+                         f"but block_tables has {width} columns")
     in_use = torch.arange(width, device=lens.device)[None, :] < used[:, None]
     bad = in_use & ((block_tables < 0) | (block_tables >= num_blocks))
     if bool(bad.any()):

@@ -114,15 +114,38 @@ class PagePlan:
     workspace: PageWorkspace | None = None     # where the gathers go (None: fresh tensors)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #43db72f2
+def _plan_bucket(block_tables, lens, q_lens, starts, idx, B: int, acc, one: bool, decode: bool, no_rows):
+    "One bucket of a plan: its sequences' whole pages, where its query rows go, and its additive mask"
+    dev = lens.device
+    b_lens, b_q = (lens, q_lens) if one else (lens[idx], q_lens[idx])
+    blocks = context_blocks(block_tables if one else block_tables[idx], b_lens, B)
+    k_pos = torch.arange(blocks.shape[1] * B, device=dev)
+    if decode:                 # one query per sequence, at its last position: rows are the sequences
+        seq, col, max_q, rows = None, None, 1, None if one else idx
+        allowed = (k_pos[None, :] < b_lens[:, None])[:, None, None, :]
+    else:
+        seq, col, q_pos = query_layout(b_lens, b_q)
+        max_q, rows = q_pos.shape[1], None if one else starts[idx][seq] + col
+        # no cached prefix: row i is position i, causal masking is enough
+        fresh = bool((b_q == b_lens).all())
+        allowed = None if fresh else ((k_pos[None, None, :] <= q_pos[:, :, None])
+                                      & (k_pos[None, None, :] < b_lens[:, None, None]))[:, None]
+    # additive, in the accumulation dtype: SDPA would convert a boolean mask per call
+    if allowed is not None:
+        allowed = torch.zeros(allowed.shape, dtype=acc, device=dev).masked_fill_(~allowed, float('-inf'))
+    padding = no_rows if no_rows is not None else padding_rows(b_lens, k_pos.numel())
+    return PageBucket(rows, seq, col, max_q, blocks, padding, allowed)
+
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #c3ceefe2
 def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor,
                cu_seqlens_q: torch.Tensor | None = None, max_buckets: int | None = None,
                min_size: int | None = None, workspace: PageWorkspace | None = None,
                clean_pages: bool = False) -> PagePlan:
     """Validate a paged call's tables and lengths against `k_cache` (decode if `cu_seqlens_q` is None) and
-    plan its buckets; `clean_pages`: the caller keeps NaN and inf out of every slot of its pages, so
-    padding rows need no zeroing"""
+    plan its buckets; `clean_pages`: the caller keeps NaN and inf out of its pages, so padding rows need no
+    zeroing"""
     decode = cu_seqlens_q is None
-    # decode: a call's fixed cost dominates; prefill: the quadratic work does
+    # decode: fixed cost; prefill: the work
     kind_buckets, kind_min = BUCKETS['decode' if decode else 'prefill']
     max_buckets, min_size = max_buckets or kind_buckets, min_size or kind_min
     num_blocks, B = check_kv_cache(k_cache, k_cache)[:2]
@@ -131,40 +154,14 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor,
         raise ValueError(f"block_tables is on {block_tables.device} but the cache is on {dev}")
     lens = check_block_tables(block_tables, context_lens, num_blocks, B)
     q_lens = check_query_lens(cu_seqlens_q, lens, None, dev)
-    # each sequence's first query row
-    starts = torch.cumsum(q_lens, 0) - q_lens
-    # the dtype attention runs in
-    acc = torch.float64 if k_cache.dtype == torch.float64 else torch.float32
+    starts = torch.cumsum(q_lens, 0) - q_lens                              # each sequence's first query row
+    acc = torch.float64 if k_cache.dtype == torch.float64 else torch.float32   # the dtype attention runs in
     groups = length_buckets(lens, max_buckets, min_size)
     no_rows = torch.empty(0, dtype=torch.long, device=dev) if clean_pages else None
-    one, buckets = len(groups) == 1, []
-    for idx in groups:
-        b_lens, b_q = (lens, q_lens) if one else (lens[idx], q_lens[idx])
-        blocks = context_blocks(block_tables if one else block_tables[idx], b_lens, B)
-        k_pos = torch.arange(blocks.shape[1] * B, device=dev)
-        # one query per sequence, at its last position: rows are the sequences
-        if decode:
-            seq, col, max_q, rows = None, None, 1, None if one else idx
-            allowed = (k_pos[None, :] < b_lens[:, None])[:, None, None, :]
-        else:
-            seq, col, q_pos = query_layout(b_lens, b_q)
-            max_q = q_pos.shape[1]
-            # no cached prefix: query row i is position i, and causal masking is enough
-            fresh = bool((b_q == b_lens).all())
-            allowed = (
-                None
-                if fresh
-                else (
-                    (k_pos[None, None, :] <= q_pos[:, :, None])
-                    & (k_pos[None, None, :] < b_lens[:, None, None])
-                )[:, None]
-            )
-            rows = None if one else starts[idx][seq] + col
-        # additive, in the accumulation dtype: SDPA would convert a boolean mask per call
-        if allowed is not None:
-            allowed = torch.zeros(allowed.shape, dtype=acc, device=dev).masked_fill_(~allowed, float('-inf'))
-        padding = no_rows if clean_pages else padding_rows(b_lens, k_pos.numel())
-        buckets.append(PageBucket(rows, seq, col, max_q, blocks, padding, allowed))
+    buckets = [
+        _plan_bucket(block_tables, lens, q_lens, starts, idx, B, acc, len(groups) == 1, decode, no_rows)
+        for idx in groups
+    ]
     return PagePlan(int(q_lens.sum()), num_blocks, B, decode, buckets, workspace)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #5add2fd6

@@ -31,18 +31,8 @@ class PagedBatch:
     values: list
 
 # %% ../../nbs/03_paged_attention.ipynb #a2d9e7e3
-def random_paged_batch(context_lens, q_lens, block_size: int, num_q_heads: int, num_kv_heads: int,
-                       head_dim: int, dtype: torch.dtype = torch.float32, seed: int = 0,
-                       share_first_block: bool = True, spare_blocks: int = 3, device='cpu') -> PagedBatch:
-    """A random NaN-poisoned paged batch: shuffled blocks, a shared first block, garbage table padding, and
-    its dense ground truth"""
-    gen = torch.Generator().manual_seed(seed)
-    lens, q_lens = list(map(int, context_lens)), list(map(int, q_lens))
-    if len(lens) != len(q_lens) or any(not 1 <= n <= c for n, c in zip(q_lens, lens)):
-        raise ValueError(f"q_lens must pair each context length with 1..context_len new tokens, got {q_lens} "
-                         f"for {lens}")
-    sharers = [i for i, n in enumerate(lens) if n >= block_size] if share_first_block else []
-    sharers = sharers if len(sharers) >= 2 else []
+def _paged_layout(lens: list[int], block_size: int, sharers: list[int], spare_blocks: int, gen):
+    "Shuffled physical blocks for each sequence's pages, one block shared by `sharers`; (num_blocks, rows)"
     pages = [cdiv(n, block_size) for n in lens]
     num_blocks = sum(pages) - max(len(sharers) - 1, 0) + spare_blocks
     order = torch.randperm(num_blocks, generator=gen).tolist()
@@ -50,16 +40,28 @@ def random_paged_batch(context_lens, q_lens, block_size: int, num_q_heads: int, 
     rows = [
         [shared if (j == 0 and i in sharers) else order.pop() for j in range(p)] for i, p in enumerate(pages)
     ]
-    width = max(pages) + 1  # at least one padding column in every row
-    tables = torch.tensor(
-        [r + [-1 if i % 2 else num_blocks + 5] * (width - len(r)) for i, r in enumerate(rows)],
-        dtype=torch.int32,
-    )
+    return num_blocks, rows
+
+# %% ../../nbs/03_paged_attention.ipynb #683a62e2
+def random_paged_batch(context_lens, q_lens, block_size: int, num_q_heads: int, num_kv_heads: int,
+                       head_dim: int, dtype: torch.dtype = torch.float32, seed: int = 0,
+                       share_first_block: bool = True, spare_blocks: int = 3, device='cpu') -> PagedBatch:
+    """A random NaN-poisoned paged batch: shuffled blocks, a shared first block, garbage padding, its dense
+    truth"""
+    gen = torch.Generator().manual_seed(seed)
+    lens, q_lens = list(map(int, context_lens)), list(map(int, q_lens))
+    if len(lens) != len(q_lens) or any(not 1 <= n <= c for n, c in zip(q_lens, lens)):
+        raise ValueError(f"q_lens must pair each context length with 1..context_len new tokens, got {q_lens} "
+                         f"for {lens}")
+    sharers = [i for i, n in enumerate(lens) if n >= block_size] if share_first_block else []
+    sharers = sharers if len(sharers) >= 2 else []
+    num_blocks, rows = _paged_layout(lens, block_size, sharers, spare_blocks, gen)
+    width = max(map(len, rows)) + 1                          # at least one padding column in every row
+    pad = lambda i: [-1 if i % 2 else num_blocks + 5] * (width - len(rows[i]))   # garbage, never read
+    tables = torch.tensor([r + pad(i) for i, r in enumerate(rows)], dtype=torch.int32)
     rand = lambda *shape: torch.randn(*shape, generator=gen).to(dtype)
-    keys, values = (
-        [rand(n, num_kv_heads, head_dim) for n in lens],
-        [rand(n, num_kv_heads, head_dim) for n in lens],
-    )
+    keys = [rand(n, num_kv_heads, head_dim) for n in lens]
+    values = [rand(n, num_kv_heads, head_dim) for n in lens]
     # a shared page holds the same tokens for every reader
     for i in sharers[1:]:
         keys[i][:block_size], values[i][:block_size] = (
