@@ -265,9 +265,8 @@ def triton_paged_prefill_attention(q, k_cache, v_cache, block_tables, cu_seqlens
     num_seqs = cu_seqlens_q.shape[0] - 1
     if num_seqs < 1: raise ValueError("cu_seqlens_q must hold num_seqs + 1 >= 2 offsets, got "
                                       f"{cu_seqlens_q.shape[0]}")
-    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(
-        q, k_cache, v_cache, block_tables, context_lens, num_seqs, scale
-    )
+    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(q, k_cache, v_cache, block_tables,
+                                                                           context_lens, num_seqs, scale)
     lens = _check_values(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, None, check_values)
     out = _check_out(out, q.shape, q)
     if q.shape[0] == 0: return out
@@ -275,28 +274,9 @@ def triton_paged_prefill_attention(q, k_cache, v_cache, block_tables, cu_seqlens
     launch = dict(num_warps=cfg.pop('num_warps'), num_stages=cfg.pop('num_stages'))
     target = _bf16_safe(out)
     _paged_prefill_kernel[(q.shape[0] // cfg['BLOCK_Q'] + num_seqs, num_kv_heads)](
-        q,
-        k_cache,
-        v_cache,
-        block_tables,
-        cu_seqlens_q,
-        lens,
-        target,
-        scale * LOG2E,
-        num_seqs,
-        q.stride(0),
-        q.stride(1),
-        *k_cache.stride()[:3],
-        *v_cache.stride()[:3],
-        block_tables.stride(0),
-        target.stride(0),
-        target.stride(1),
-        PAGE_SIZE=block_size,
-        GROUP=group,
-        HEAD_DIM=head_dim,
-        **_dot_args(q.dtype),
-        **cfg,
-        **launch,
-    )
+        q, k_cache, v_cache, block_tables, cu_seqlens_q, lens, target, scale * LOG2E, num_seqs,
+        q.stride(0), q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3], block_tables.stride(0),
+        target.stride(0), target.stride(1), PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim,
+        **_dot_args(q.dtype), **cfg, **launch)
     if target is not out: out.copy_(target)
     return out

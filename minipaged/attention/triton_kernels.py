@@ -88,8 +88,7 @@ def _paged_decode_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, cont
         tl.store(m_ptr + seq * stride_ms + head * stride_mh + split, m_i, mask=offs_g < GROUP)
         tl.store(l_ptr + seq * stride_ms + head * stride_mh + split, l_i, mask=offs_g < GROUP)
     else:
-        # l = 0 only for an empty context: output 0
-        out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+        out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]       # l = 0 only for an empty context: output 0
         tl.store(out_ptr + seq * stride_os + head[:, None] * stride_oh + offs_d[None, :],
                  out.to(out_ptr.dtype.element_ty), mask=row_mask)
 
@@ -137,30 +136,24 @@ def _paged_prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, cu_
                           stride_oh, PAGE_SIZE: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
                           HEAD_DIM_PAD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr,
                           BLOCK_N: tl.constexpr, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr):
-    """Causal attention of BLOCK_Q packed new tokens x GROUP query heads over their sequence's cached prefix
-    and themselves"""
+    "Causal attention of BLOCK_Q new tokens x GROUP heads over their sequence's cached prefix and themselves"
     tile, kv_head = tl.program_id(0), tl.program_id(1)
     seq = _find_seq(cu_seqlens_q_ptr, num_seqs, tile, BLOCK_Q)
     q_start = tl.load(cu_seqlens_q_ptr + seq)
     q_len = tl.load(cu_seqlens_q_ptr + seq + 1) - q_start
-    # the tile's first token among the sequence's new ones
-    first = (tile - (q_start // BLOCK_Q + seq)) * BLOCK_Q
+    first = (tile - (q_start // BLOCK_Q + seq)) * BLOCK_Q       # the tile's first token among the new ones
     if first >= q_len: return
     prefix = tl.load(context_lens_ptr + seq) - q_len                 # cached positions before the new tokens
     offs_r, offs_d = tl.arange(0, BLOCK_M), tl.arange(0, HEAD_DIM_PAD)
-    t = first + offs_r // GROUP
-    head = kv_head * GROUP + offs_r % GROUP
-    row_ok = (offs_r < BLOCK_Q * GROUP) & (t < q_len)
-    mask = row_ok[:, None] & (offs_d < HEAD_DIM)[None, :]
+    t, head = first + offs_r // GROUP, kv_head * GROUP + offs_r % GROUP
+    mask = ((offs_r < BLOCK_Q * GROUP) & (t < q_len))[:, None] & (offs_d < HEAD_DIM)[None, :]
     token = (q_start + t).to(tl.int64)
     q = tl.load(q_ptr + token[:, None] * stride_qt + head[:, None] * stride_qh + offs_d[None, :], mask=mask,
                 other=0.0).to(DOT_DTYPE)
-    q_pos = prefix + t
-    m_i = tl.full([BLOCK_M], float('-inf'), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
+    q_pos, diagonal = prefix + t, prefix + first
+    m_i, l_i = tl.full([BLOCK_M], float('-inf'), tl.float32), tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM_PAD], tl.float32)
     table_row = block_tables_ptr + seq.to(tl.int64) * stride_bts
-    diagonal = prefix + first
     # every row sees all of these: no causal mask
     for kv_start in range(0, diagonal, BLOCK_N):
         acc, m_i, l_i = _attend_tile(acc, m_i, l_i, q, q_pos, kv_start, diagonal, qk_scale, k_cache_ptr,
