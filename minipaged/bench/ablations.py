@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['BASELINE_KNOBS', 'MECHANISMS', 'EFFECT_METRICS', 'ablation_configs', 'changed_knob', 'largest_effect', 'run_ablations', 'step_time_ms', 'capacity_sweep', 'plot_capacity']
+__all__ = ['MECHANISMS', 'ABLATION_BASELINE', 'EFFECT_METRICS', 'ablation_configs', 'changed_knob', 'largest_effect', 'run_ablations', 'step_time_ms', 'capacity_sweep', 'plot_capacity']
 
 # %% ../../nbs/09_serving_benchmark.ipynb #imp57047
 import math, time
-from dataclasses import replace
+from dataclasses import fields, replace
 import numpy as np
+from ..engine.config import EngineConfig
 from ..engine.llm import LLM
 from ..engine.sampler import SamplingParams
 from .metrics import SLO
@@ -17,24 +18,27 @@ from .workload import Workload
 from .plots import _plain_log_ticks
 
 # %% ../../nbs/09_serving_benchmark.ipynb #d7c5e5f1
-BASELINE_KNOBS = dict(allocator='paged', block_size=16, enable_prefix_caching=False, batching='continuous', enable_chunked_prefill=True)
 MECHANISMS = dict(allocator='allocation: a fixed max_model_len reservation per request instead of pages',
                   block_size='page size: tail waste against block-table entries',
                   enable_prefix_caching='prefix caching: shared prompt blocks computed and held once',
                   batching='iteration-level scheduling: requests join and leave the batch every step',
                   enable_chunked_prefill='chunked prefill: a prompt may be split across steps')
+ABLATION_BASELINE = replace(EngineConfig(), enable_prefix_caching=False)   # off: turning it on is a row
 
-def ablation_configs(page_sizes=(8, 16, 32, 64)) -> dict[str, dict]:
-    "The ablation rows: the baseline and one-knob variants of it, by name"
-    rows = {'baseline (paged B=16)': dict(BASELINE_KNOBS), 'reserved B=16': BASELINE_KNOBS | dict(allocator='reserved')}
-    rows |= {f'paged B={B}': BASELINE_KNOBS | dict(block_size=B) for B in page_sizes if B != BASELINE_KNOBS['block_size']}
-    rows |= {'prefix cache on': BASELINE_KNOBS | dict(enable_prefix_caching=True), 'static batching': BASELINE_KNOBS | dict(batching='static'),
-             'chunked prefill off': BASELINE_KNOBS | dict(enable_chunked_prefill=False)}
+def ablation_configs(base: EngineConfig = EngineConfig(), page_sizes=(8, 16, 32, 64)) -> dict:
+    "The rows, {name: EngineConfig}: `base` with MECHANISMS' knobs as in ABLATION_BASELINE, then each varied"
+    b = replace(base, **{k: getattr(ABLATION_BASELINE, k) for k in MECHANISMS})
+    B = b.block_size
+    rows = {f'baseline (paged B={B})': b, f'reserved B={B}': replace(b, allocator='reserved')}
+    rows |= {f'paged B={p}': replace(b, block_size=p) for p in page_sizes if p != B}
+    rows |= {'prefix cache on': replace(b, enable_prefix_caching=True),
+             'static batching': replace(b, batching='static'),
+             'chunked prefill off': replace(b, enable_chunked_prefill=False)}
     return rows
 
-def changed_knob(knobs: dict, base: dict = BASELINE_KNOBS) -> str | None:
-    "The one knob in which `knobs` differs from `base` (None if none); a ValueError if more than one differs"
-    diff = [k for k in base if knobs.get(k) != base[k]] + [k for k in knobs if k not in base]
+def changed_knob(config: EngineConfig, base: EngineConfig) -> str | None:
+    "The one setting in which `config` differs from `base` (None if none); a ValueError if more differ"
+    diff = [f.name for f in fields(EngineConfig) if getattr(config, f.name) != getattr(base, f.name)]
     if len(diff) > 1: raise ValueError(f"an ablation must change one knob, this one changes {', '.join(diff)}")
     return diff[0] if diff else None
 
@@ -50,17 +54,18 @@ def largest_effect(row: dict, base: dict, metrics=EFFECT_METRICS) -> str:
     return f"{m} x{row[m] / base[m]:.2f}"
 
 def run_ablations(make_llm, workload: Workload, configs: dict | None = None, slo: SLO = SLO(), progress=None) -> tuple[list[dict], dict]:
-    "Serve `workload` once per config (`make_llm(**knobs)` builds each engine); returns (table rows, {name: Run})"
+    "Serve `workload` on `make_llm(config)` for each of `configs` (the baseline first); (rows, {name: Run})"
     configs = configs or ablation_configs()
-    runs, rows, reference = {}, [], None
-    for name, knobs in configs.items():
-        knob = changed_knob(knobs)
-        runs[name] = run = serve(make_llm(**knobs), workload, progress=progress)
+    runs, rows, reference, base = {}, [], None, next(iter(configs.values()))
+    for name, config in configs.items():
+        knob = changed_knob(config, base)
+        runs[name] = run = serve(make_llm(config), workload, progress=progress)
         signature = [(r.index, r.prompt_len, r.arrival) for r in run.records]
         if reference is None: reference = signature
         if signature != reference: raise AssertionError(f"{name}: the workload changed between ablation rows")
         s = run_summary(run, slo)
-        rows.append(dict(config=name, changed='-' if knob is None else f"{knob}={knobs[knob]}", limited_by=s['limited_by'],
+        changed = '-' if knob is None else f"{knob}={getattr(config, knob)}"
+        rows.append(dict(config=name, changed=changed, limited_by=s['limited_by'],
                          **{k: s[k] for k in ('completed', 'rejected', 'max_running', 'mean_running', 'kv_high_water_frac', 'mean_waste_per_seq',
                                               'prefix_hit_tokens', 'prefill_tokens', 'preemptions', 'ttft_median_ms', 'ttft_p99_ms', 'itl_p99_ms',
                                               'tpot_median_ms', 'e2e_median_ms', 'output_throughput', 'goodput')},
@@ -87,13 +92,15 @@ def step_time_ms(llm: LLM, num_decodes: int, chunk: int, context: int = 64, repe
 
 # %% ../../nbs/09_serving_benchmark.ipynb #47d212f2
 def capacity_sweep(make_llm, configs: dict, workload: Workload, rates, slo: SLO, attainment: float = 0.9, progress=None) -> tuple[list[dict], dict]:
-    "Serve `workload` at each rate for each config ({name: knobs}); returns (rows, {name: highest supported rate or None})"
+    """Serve `workload` at each rate on `make_llm(config)` for each of `configs` ({name: EngineConfig});
+    returns (rows, {name: highest supported rate or None})"""
     if not 0 < attainment <= 1: raise ValueError(f"attainment must be in (0, 1], got {attainment}")
     rows, best = [], {}
-    for name, knobs in configs.items():
+    for name, config in configs.items():
         best[name], ok = None, True
         for rate in sorted(rates):
-            s = run_summary(serve(make_llm(**knobs), replace(workload, rate=float(rate)), progress=progress), slo)
+            served = serve(make_llm(config), replace(workload, rate=float(rate)), progress=progress)
+            s = run_summary(served, slo)
             meets = s['slo_attainment'] >= attainment
             ok = ok and meets
             if ok: best[name] = rate

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['DEFAULT_WORKLOAD', 'DEFAULT_SLO', 'BENCH_COLUMNS', 'add_bench_arguments', 'run_bench_cli', 'print_bench']
+__all__ = ['BENCH_ENGINE', 'ENGINE_FLAGS', 'DEFAULT_WORKLOAD', 'DEFAULT_SLO', 'BENCH_COLUMNS', 'engine_flag', 'add_engine_arguments', 'add_bench_arguments', 'run_bench_cli', 'print_bench']
 
 # %% ../../nbs/09_serving_benchmark.ipynb #imp67410
 import csv, json, math, os
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 import torch
 from ..utils import fmt_bytes, write_figure
 from ..utils import format_rows
+from ..engine.config import CHOICES, EngineConfig
 from ..engine.llm import LLM
 from .workload import ARRIVALS, LengthDist, Workload, workload_from_json, workload_to_json
 from .ablations import ablation_configs, run_ablations
@@ -20,6 +21,36 @@ from .metrics import by_length, request_latencies, SLO
 from .plots import plot_ablations, plot_kv_memory, plot_latency_cdfs, plot_throughput
 from .report import chapter01_agreement, high_water_rows, process_memory_rows
 from .memory import follow_live_memory, ProcessMemory
+
+# %% ../../nbs/09_serving_benchmark.ipynb #72a75982
+BENCH_ENGINE = replace(EngineConfig(), max_num_batched_tokens=256)     # short steps, for the decodes (above)
+ENGINE_FLAGS = dict(block_size='page size in token slots',
+                    allocator="'paged' or 'reserved' (one max_model_len reservation per request)",
+                    num_blocks="KV pool blocks (default: chapter 00's budget for the device)",
+                    max_model_len="model context (default: the model's)",
+                    max_num_seqs='most sequences in a step', max_num_batched_tokens='token budget of a step',
+                    enable_prefix_caching='the prefix cache', enable_chunked_prefill='chunked prefill',
+                    batching="'continuous' (iteration-level) or 'static'", device="'cpu' or 'cuda'")
+
+def engine_flag(name: str) -> str:
+    "The option of EngineConfig's field `name`: `--block-size`; `--no-prefix-caching` for a switch that is on"
+    on = getattr(BENCH_ENGINE, name) is True
+    return '--' + ('no-' + name.removeprefix('enable_') if on else name).replace('_', '-')
+
+def _flag_type(name: str) -> type:
+    "What the option of field `name` parses to: the field's annotation (`int | None` parses to int)"
+    annotation = next(f.type for f in fields(EngineConfig) if f.name == name)   # a string (`__future__`)
+    return {'int': int, 'str': str, 'bool': bool}[annotation.split(' |')[0]]
+
+def add_engine_arguments(p) -> None:
+    "Add an option per field of ENGINE_FLAGS to the argparse parser `p` (absent, BENCH_ENGINE's value holds)"
+    for name, help in ENGINE_FLAGS.items():
+        d = getattr(BENCH_ENGINE, name)
+        if isinstance(d, bool):
+            p.add_argument(engine_flag(name), dest=name, action='store_const', const=not d,
+                           help=f"turn {help} {'off' if d else 'on'}")
+        else: p.add_argument(engine_flag(name), dest=name, type=_flag_type(name),
+                             help=help if d is None else f"{help} (default {d})")
 
 # %% ../../nbs/09_serving_benchmark.ipynb #5ee739e7
 DEFAULT_WORKLOAD = Workload(num_requests=200, arrival='poisson', rate=4.0, prompt_len=LengthDist('lognormal', median=64, sigma=0.6, low=8, high=256),
@@ -37,16 +68,7 @@ def add_bench_arguments(p) -> None:
     p.add_argument('--arrival', help=f"arrival process: {', '.join(ARRIVALS)} (default {d.arrival})")
     p.add_argument('--burstiness', type=float, help='gamma shape for --arrival gamma: < 1 burstier than Poisson (default 1)')
     p.add_argument('--seed', type=int, help=f'workload seed (default {d.seed})')
-    p.add_argument('--block-size', type=int, default=16, help='page size in token slots (default 16)')
-    p.add_argument('--allocator', default='paged', help="'paged' or 'reserved' (one max_model_len reservation per request) (default paged)")
-    p.add_argument('--num-blocks', type=int, help="KV pool blocks (default: chapter 00's budget for the device)")
-    p.add_argument('--max-model-len', type=int, help="model context (default: the model's)")
-    p.add_argument('--max-num-seqs', type=int, default=64, help='most sequences in a step (default 64)')
-    p.add_argument('--max-num-batched-tokens', type=int, default=256, help='token budget of a step (default 256)')
-    p.add_argument('--no-prefix-caching', action='store_true', help='turn the prefix cache off')
-    p.add_argument('--no-chunked-prefill', action='store_true', help='turn chunked prefill off')
-    p.add_argument('--batching', default='continuous', help="'continuous' (iteration-level) or 'static' (default continuous)")
-    p.add_argument('--device', default='cpu', help="'cpu' or 'cuda' (default cpu)")
+    add_engine_arguments(p)
     p.add_argument('--threads', type=int, help="torch CPU threads (default: 1 for the tiny default model, torch's default for --model)")
     p.add_argument('--slo-ttft-ms', type=float, default=DEFAULT_SLO.ttft_ms, help=f'TTFT objective in ms (default {DEFAULT_SLO.ttft_ms:g})')
     p.add_argument('--slo-tpot-ms', type=float, default=DEFAULT_SLO.tpot_ms, help=f'TPOT objective in ms (default {DEFAULT_SLO.tpot_ms:g})')
@@ -57,11 +79,16 @@ def add_bench_arguments(p) -> None:
     p.add_argument('--no-progress', action='store_true', help='no progress bar')
 
 # %% ../../nbs/09_serving_benchmark.ipynb #d0819049
-def _bench_options(a) -> tuple[Workload, SLO, dict]:
-    "The workload, objectives and engine settings the options declare; a ValueError names a bad option"
+def _flag_error(e: ValueError, where: str = '') -> ValueError | None:
+    "The error `e` of an EngineConfig field, naming the field's option (None if it names no field offered)"
+    msg = str(e); name = next((k for k in ENGINE_FLAGS if msg.startswith(k)), None)
+    return None if name is None else ValueError(f"{where}{engine_flag(name)}: {msg}")
+
+def _bench_options(a) -> tuple[Workload, SLO, EngineConfig]:
+    "The workload, objectives and engine configuration the options declare; a ValueError names a bad option"
     get = lambda k, default=None: getattr(a, k, default)
-    for opt in ('num_requests', 'block_size', 'num_blocks', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens', 'repetitions',
-                'threads', 'ablation_requests'):
+    engine_ints = [k for k in ENGINE_FLAGS if _flag_type(k) is int]
+    for opt in ('num_requests', *engine_ints, 'repetitions', 'threads', 'ablation_requests'):
         v = get(opt)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise ValueError(f"--{opt.replace('_', '-')} must be a positive integer, got {v!r}")
@@ -70,7 +97,9 @@ def _bench_options(a) -> tuple[Workload, SLO, dict]:
         if v is not None and not (v > 0 and math.isfinite(v)): raise ValueError(f"--{opt.replace('_', '-')} must be > 0 and finite, got {v!r}")
     if (get('seed') or 0) < 0: raise ValueError(f"--seed must be a non-negative integer, got {get('seed')}")
     if (get('threads') or 0) > (os.cpu_count() or 1): raise ValueError(f"--threads must be at most {os.cpu_count()}, this machine's CPUs, got {get('threads')}")
-    for opt, allowed in (('arrival', ARRIVALS), ('allocator', ('paged', 'reserved')), ('batching', ('continuous', 'static')), ('device', ('cpu', 'cuda'))):
+    engine_choices = [(k, CHOICES[k]) for k in ENGINE_FLAGS if k in CHOICES]     # EngineConfig's values
+    choices = [('arrival', ARRIVALS), *engine_choices, ('device', ('cpu', 'cuda'))]
+    for opt, allowed in choices:
         v = get(opt)
         if v is not None and v not in allowed: raise ValueError(f"--{opt} must be one of {', '.join(allowed)}, got {v!r}")
     if get('device') == 'cuda' and not torch.cuda.is_available(): raise ValueError("--device cuda: no CUDA device is available")
@@ -78,37 +107,35 @@ def _bench_options(a) -> tuple[Workload, SLO, dict]:
     try: w = workload_from_json(get('workload')) if get('workload') else DEFAULT_WORKLOAD
     except ValueError as e: raise ValueError(f"--workload: {e}") from None
     w = replace(w, **{k: get(k) for k in ('num_requests', 'rate', 'arrival', 'burstiness', 'seed') if get(k) is not None})
-    engine = dict(block_size=get('block_size', 16), num_blocks=get('num_blocks'), max_model_len=get('max_model_len'),
-                  max_num_seqs=get('max_num_seqs', 64), max_num_batched_tokens=get('max_num_batched_tokens', 256),
-                  enable_prefix_caching=not get('no_prefix_caching', False), enable_chunked_prefill=not get('no_chunked_prefill', False),
-                  allocator=get('allocator', 'paged'), batching=get('batching', 'continuous'), device=get('device', 'cpu'))
+    try: engine = replace(BENCH_ENGINE, **{k: get(k) for k in ENGINE_FLAGS if get(k) is not None})
+    except ValueError as e: raise (_flag_error(e) or e) from None
     return w, SLO(get('slo_ttft_ms', DEFAULT_SLO.ttft_ms), get('slo_tpot_ms', DEFAULT_SLO.tpot_ms)), engine
 
 # %% ../../nbs/09_serving_benchmark.ipynb #b2d7e416
-_ENGINE_KNOBS = ('max_num_batched_tokens', 'max_num_seqs', 'max_model_len', 'num_blocks', 'block_size')
-
-def _engine_error(e: ValueError, engine: dict, where: str = '') -> ValueError:
+def _engine_error(e: ValueError, engine: EngineConfig, where: str = '') -> ValueError:
     "The engine's refusal of its settings as a ValueError naming the option its message starts with, or chapter 00's budget"
-    msg = str(e); knob = next((k for k in _ENGINE_KNOBS if msg.startswith(k)), None)
-    if knob: return ValueError(f"{where}--{knob.replace('_', '-')}: {msg}")
-    if engine['num_blocks'] is None: return ValueError(f"{where}no --num-blocks given, and chapter 00's budget fails for these settings: {msg}")
-    return ValueError(f"{where}the engine refuses these settings: {msg}")
+    named = _flag_error(e, where)
+    if named is not None: return named
+    if engine.num_blocks is None:
+        why = "no --num-blocks given, and chapter 00's budget fails for these settings"
+        return ValueError(f"{where}{why}: {e}")
+    return ValueError(f"{where}the engine refuses these settings: {e}")
 
-def _bench_engines(args, engine: dict):
+def _bench_engines(args, engine: EngineConfig):
     "The model, loaded once; a maker of engines sharing it; the first engine; the ablations' (pool, maker) or None: all built before anything runs"
-    try: model = LLM(getattr(args, 'model', None), block_size=engine['block_size'], num_blocks=1, device=engine['device']).model
+    try: model = LLM(getattr(args, 'model', None), num_blocks=1, device=engine.device).model
     except ValueError as e:
         if not getattr(args, 'model', None): raise
         raise ValueError(f"--model: {e}") from None
-    make = lambda **knobs: LLM(model, **(engine | knobs))
+    make = lambda: LLM(model, engine)
     try: llm = make()
     except ValueError as e: raise _engine_error(e, engine) from None
     if not getattr(args, 'ablations', False): return model, make, llm, None
-    max_len = engine['max_model_len'] or model.config.max_position_embeddings
-    pool = engine['num_blocks'] * engine['block_size'] if engine['num_blocks'] else 4 * -(-max_len // 64) * 64
-    abl = lambda block_size=16, **knobs: LLM(model, **(engine | dict(block_size=block_size, num_blocks=pool // block_size) | knobs))
-    for name, knobs in ablation_configs().items():
-        try: abl(**knobs)
+    max_len = engine.max_model_len or model.config.max_position_embeddings
+    pool = engine.num_blocks * engine.block_size if engine.num_blocks else 4 * -(-max_len // 64) * 64
+    abl = lambda config: LLM(model, replace(config, num_blocks=pool // config.block_size))   # one pool, any B
+    for name, config in ablation_configs(engine).items():
+        try: abl(config)
         except ValueError as e: raise _engine_error(e, engine, f"--ablations, row {name!r}: ") from None
     return model, make, llm, (pool, abl)
 
@@ -144,7 +171,7 @@ def run_bench_cli(args) -> dict:
     reps = getattr(args, 'repetitions', 1)
     from tqdm.auto import tqdm
     bar = tqdm(total=workload.num_requests * reps, desc='bench', unit='req', disable=getattr(args, 'no_progress', False) or quiet)
-    memory = ProcessMemory(engine['device'])
+    memory = ProcessMemory(engine.device)
     runs = [serve(llm, workload, memory, bar)]
     if reps > 1: runs += repeat(make, workload, reps - 1, memory=memory, progress=bar)
     bar.close()
@@ -172,8 +199,10 @@ def run_bench_cli(args) -> dict:
     if ablation:
         (pool, abl), n = ablation, min(getattr(args, 'ablation_requests', 48), workload.num_requests)
         burst = replace(workload, num_requests=n, arrival='all_at_once', cancel_frac=0.0)
-        bar = tqdm(total=n * len(ablation_configs()), desc='ablations', unit='req', disable=getattr(args, 'no_progress', False) or quiet)
-        table, _ = run_ablations(abl, burst, slo=slo, progress=bar); bar.close()
+        configs = ablation_configs(engine)
+        bar = tqdm(total=n * len(configs), desc='ablations', unit='req',
+                   disable=getattr(args, 'no_progress', False) or quiet)
+        table, _ = run_ablations(abl, burst, configs, slo=slo, progress=bar); bar.close()
         files['ablations_csv'] = _write_csv(out / 'ablations.csv', table)
         fig, rows = plot_ablations(table); files['ablations'] = write_figure(fig, rows, out, 'ablations'); plt.close(fig)
         result['ablations'] = dict(pool_slots=pool, requests=n, table=table)

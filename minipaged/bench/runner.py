@@ -8,11 +8,11 @@ Docs: https://minipaged.github.io/minipaged/serving_benchmark.html.md"""
 from __future__ import annotations
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 from ..utils import check_positive
-from ..engine.reservation import ReservationManager
+from ..engine.request import AdmissionStop, ScheduledBatch
 from ..engine.llm import LLM
 from ..engine.sampler import SamplingParams
 from .memory import check_memory_identity, kv_breakdown, ProcessMemory
@@ -20,54 +20,28 @@ from .metrics import RequestRecord, SLO, summarize
 from .workload import RequestSpec, Workload, workload_requests
 
 # %% auto #0
-__all__ = ['LIMITS', 'SPREAD_KEYS', 'limiting_resource', 'watch_schedule', 'engine_config', 'Run', 'serve', 'run_summary',
-           'repeat', 'spread']
+__all__ = ['SPREAD_KEYS', 'plan_record', 'run_config', 'Run', 'serve', 'run_summary', 'repeat', 'spread']
 
 # %% ../../nbs/09_serving_benchmark.ipynb #c68bab39
-LIMITS = ('kv_blocks', 'max_num_seqs', 'token_budget', 'static_batch')
-
-def limiting_resource(sch, batch, running_before: int) -> str | None:
-    "Why the head of `sch`'s waiting queue was not admitted in the step just planned; None when nothing waits"
-    if not sch.waiting: return None
-    if batch.preempted: return 'kv_blocks'
-    if sch.batching == 'static' and running_before: return 'static_batch'
-    head = sch.waiting[0]
-    if len(sch.running) + (head.num_samples if not head.output_token_ids else 1) > sch.max_num_seqs: return 'max_num_seqs'
-    if batch.num_batched_tokens >= sch.max_num_batched_tokens: return 'token_budget'
-    tokens = head.all_token_ids
-    if not sch.bm.can_allocate(tokens, head.cache_salt): return 'kv_blocks'
-    if sch.running and sch.bm.num_available_blocks - sch.bm.blocks_needed(len(tokens)) < sch.watermark_blocks: return 'kv_blocks'
-    return 'token_budget'          # it fit everything but the rest of this step's budget (no chunking)
-
-def watch_schedule(llm: LLM) -> list[dict]:
-    "Log every step `llm` plans (tokens, decodes, preemptions, the limiting resource); returns the log, which grows as it runs"
-    sch = llm.scheduler
-    if hasattr(sch, 'step_log'): return sch.step_log
-    plan, log = type(sch).schedule, []
-    def schedule(now: float = 0.0):
-        before = len(sch.running)
-        batch = plan(sch, now)
-        log.append(dict(tokens=batch.num_batched_tokens, prefill_tokens=batch.num_prefill_tokens, decodes=batch.num_decodes,
-                        seqs=len(batch.requests), max_q=max(batch.num_new_tokens, default=0),
-                        max_context=max((p + n for p, n in zip(batch.start_positions, batch.num_new_tokens)), default=0),
-                        preempted=len(batch.preempted), running=len(sch.running), waiting=len(sch.waiting),
-                        limit=limiting_resource(sch, batch, before)))
-        return batch
-    sch.schedule, sch.step_log = schedule, log
-    return log
+def plan_record(batch: ScheduledBatch) -> dict:
+    "One step's plan as a row: its tokens, the queues it left, preemptions, rejections, what held the queue"
+    stop, ns = batch.admission, batch.num_new_tokens
+    return dict(tokens=batch.num_batched_tokens, prefill_tokens=batch.num_prefill_tokens,
+                decodes=batch.num_decodes, seqs=len(batch.requests), max_q=max(ns, default=0),
+                max_context=max((p + n for p, n in zip(batch.start_positions, ns)), default=0),
+                preempted=len(batch.preempted), rejected=len(batch.rejected),
+                running=batch.num_running, waiting=batch.num_waiting,
+                limit=None if stop in (None, AdmissionStop.QUEUE_EMPTY) else stop.value)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #6c85e7ba
-def engine_config(llm: LLM) -> dict:
-    "The engine settings a run depends on, for the results file"
-    sch, bm, shape = llm.scheduler, llm.block_manager, llm.config.shape
-    return dict(model=str(llm.model_id), params=sum(p.numel() for p in llm.model.parameters()), device=str(llm.device),
-                dtype=shape.dtype, kv_dtype=shape.kv_dtype, attention_backend=llm.backend.name,
-                allocator='reserved' if isinstance(bm, ReservationManager) else 'paged', block_size=bm.block_size,
-                num_blocks=bm.num_blocks, kv_bytes_per_token=shape.kv_bytes_per_token,
-                kv_pool_bytes=bm.num_blocks * bm.block_size * shape.kv_bytes_per_token, max_model_len=llm.max_model_len,
-                max_num_seqs=sch.max_num_seqs, max_num_batched_tokens=sch.max_num_batched_tokens,
-                enable_prefix_caching=bm.enable_prefix_caching, enable_chunked_prefill=sch.chunked, batching=sch.batching,
-                policy=sch.policy, watermark_blocks=sch.watermark_blocks, torch_threads=torch.get_num_threads())
+def run_config(llm: LLM) -> dict:
+    "What a results file says of the engine: the configuration it ran (`asdict`), and facts that follow"
+    cfg, shape = llm.engine_config, llm.config.shape
+    return dict(model=str(llm.model_id)) | asdict(cfg) | dict(
+        params=sum(p.numel() for p in llm.model.parameters()), kv_dtype=shape.kv_dtype,
+        kv_bytes_per_token=shape.kv_bytes_per_token,
+        kv_pool_bytes=cfg.num_blocks * cfg.block_size * shape.kv_bytes_per_token,
+        watermark_blocks=llm.scheduler.watermark_blocks, torch_threads=torch.get_num_threads())
 
 @dataclass
 class Run:
@@ -97,7 +71,6 @@ def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, pro
     specs = {s.index: s for s in workload_requests(workload, llm.config.shape.vocab_size)}
     order = sorted(specs.values(), key=lambda s: (s.arrival, s.index))
     cancels = sorted((s.cancel_at, s.index) for s in order if s.cancel_at is not None)
-    log = watch_schedule(llm)
     llm.generate([[3]], SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True), use_tqdm=False)   # warm-up
     counters0, bm0 = dict(llm.scheduler.counters), llm.block_manager.metrics()
     records, steps, live, seen, high_water, i = {}, [], set(), {}, None, 0
@@ -118,7 +91,6 @@ def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, pro
         if not llm.has_unfinished_requests():
             if i < len(order): time.sleep(max(0.0, order[i].arrival - (time.perf_counter() - t0)))
             continue
-        n_log = len(log)
         if memory: before = memory.current(); memory.reset()
         start = time.perf_counter()
         outs = llm.step()
@@ -131,14 +103,15 @@ def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, pro
         snap = kv_breakdown(llm, with_lengths=True)
         check_memory_identity(snap, llm)
         if high_water is None or snap['used_blocks'] > high_water['used_blocks']: high_water = dict(snap, t=end - t0)
-        plan = log[-1] if len(log) > n_log else {}
-        steps.append(dict(t=end - t0, step_ms=(end - start) * 1e3, new_tokens=new_tokens, **plan,
+        steps.append(dict(t=end - t0, step_ms=(end - start) * 1e3, new_tokens=new_tokens,
+                          **plan_record(llm.last_batch),
                           **{k: v for k, v in snap.items() if k != 'lengths'},
                           rss_before=before if memory else None, rss_peak=peak))
     duration = time.perf_counter() - t0
     counters = {k: v - counters0.get(k, 0) for k, v in llm.scheduler.counters.items()}
     counters |= {k: llm.block_manager.metrics()[k] - bm0[k] for k in ('prefix_hit_tokens', 'prefix_query_tokens', 'cow_copies', 'evictions')}
-    return Run(workload, engine_config(llm), [records[k] for k in sorted(records)], steps, high_water or {}, duration, counters, baseline)
+    return Run(workload, run_config(llm), [records[k] for k in sorted(records)], steps, high_water or {},
+               duration, counters, baseline)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #828b29c9
 def run_summary(run: Run, slo: SLO = SLO()) -> dict:

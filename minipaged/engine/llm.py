@@ -6,12 +6,12 @@ Docs: https://minipaged.github.io/minipaged/engine.html.md"""
 
 # %% ../../nbs/08_engine.ipynb #adc42d20
 from __future__ import annotations
-import itertools, time
-from dataclasses import dataclass, field, replace
+import difflib, itertools, time
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 import torch
 from ..utils import check_bool, check_int, check_number, fmt_bytes, is_int, MiB, patch_to
-from ..accounting.budget import canonical_dtype, capacity
+from ..accounting.budget import capacity
 from ..attention.cpu import gather_rows_bound
 from .blocks import BlockManager, CacheKeyContext
 from .reservation import ReservationManager
@@ -22,9 +22,10 @@ from .model import allocate_model_cache, CausalLM, random_model
 from .model_config import ModelConfig, tiny_config
 from .checkpoint import load_model
 from .sampler import sample_tokens, SamplingParams
+from .config import EngineConfig
 
 # %% auto #0
-__all__ = ['COMPUTE_DTYPES', 'CompletionOutput', 'RequestOutput', 'LLM', 'available_memory']
+__all__ = ['CompletionOutput', 'RequestOutput', 'LLM', 'available_memory']
 
 # %% ../../nbs/08_engine.ipynb #283163eb
 @dataclass
@@ -50,61 +51,58 @@ class RequestOutput:
 # %% ../../nbs/08_engine.ipynb #05c96d49
 class LLM:
     "A small paged-attention inference engine: `generate` for batches, `add_request`/`step`/`abort` for streaming"
-    def __init__(self, model: str | Path | ModelConfig | CausalLM | None = None, block_size: int = 16, num_blocks: int | None = None,
-                 max_num_seqs: int = 64, max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
-                 enable_prefix_caching: bool = True, enable_chunked_prefill: bool = True, attention_backend: str = 'auto',
-                 device: str | torch.device = 'cpu', dtype: str | None = None, memory_bytes: int | None = None,
-                 policy: str = 'fcfs', seed: int = 0, tokenizer=None, allocator: str = 'paged', batching: str = 'continuous'):
-        kw = self._check_settings(locals())                          # all of them, before anything is built
-        block_size, num_blocks, max_num_seqs, max_num_batched_tokens, max_model_len, memory_bytes, seed = (kw[k] for k in
-            ('block_size', 'num_blocks', 'max_num_seqs', 'max_num_batched_tokens', 'max_model_len', 'memory_bytes', 'seed'))
-        self.device = torch.device(device)
-        self.model, self.tokenizer, self.model_id = self._load(model, dtype, tokenizer)
-        cfg = self.config = self.model.config
-        if max_model_len is not None and max_model_len > cfg.max_position_embeddings:
-            raise ValueError(f"max_model_len must be at most the model's max_position_embeddings {cfg.max_position_embeddings}, got {max_model_len}")
-        self.max_model_len = max_model_len or cfg.max_position_embeddings
-        self.backend = select_attention_backend(attention_backend, self.device, clean_pages=True)   # step() zeroes fresh blocks
-        self.budget, ws = None, self.backend.workspace
-        if ws is not None: ws.max_rows = gather_rows_bound(max_num_seqs, max_num_batched_tokens, self.max_model_len, block_size)
-        if num_blocks is None: num_blocks = self._blocks_from_budget(block_size, max_num_batched_tokens, memory_bytes)
-        self.block_size, self.num_blocks = block_size, num_blocks
+    def __init__(self, model: str | Path | ModelConfig | CausalLM | None = None,
+                 config: EngineConfig | None = None, tokenizer=None, **settings):
+        cfg = self._check_settings(model, config, tokenizer, settings)   # all, before anything is built
+        self.device = torch.device(cfg.device)
+        self.model, self.tokenizer, self.model_id = self._load(model, cfg.dtype, tokenizer)
+        self.config = self.model.config                     # the model's; the engine's is engine_config
+        # the caller of the backend (step) zeroes every block it hands out: chapter 03's clean pages
+        self.backend = select_attention_backend(cfg.attention_backend, self.device, clean_pages=True)
+        self.budget = None
+        cfg = self.engine_config = self._resolve(cfg)       # what runs: what it left to the engine, decided
         self._check_pool_fits()
-        ctx = CacheKeyContext(model_id=self.model_id, model_version=self.model_version,
-                              kv_dtype=cfg.shape.kv_dtype, kv_layout=f'paged[{block_size}]x{cfg.shape.num_kv_heads}x{cfg.shape.head_dim}')
-        if allocator == 'paged': self.block_manager = BlockManager(num_blocks, block_size, enable_prefix_caching=enable_prefix_caching, context=ctx, record_fresh=True)
-        else: self.block_manager = ReservationManager(num_blocks, block_size, max_model_len=self.max_model_len, record_fresh=True)
-        self.scheduler = Scheduler(self.block_manager, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                                   max_model_len=self.max_model_len, policy=policy, enable_chunked_prefill=enable_chunked_prefill,
-                                   batching=batching)
-        self.kv_caches = allocate_model_cache(cfg, num_blocks, block_size, device=self.device)
-        self.stop_ids = frozenset(cfg.eos_token_ids)
+        s, B, n = self.config.shape, cfg.block_size, cfg.num_blocks
+        ctx = CacheKeyContext(model_id=self.model_id, model_version=self.model_version, kv_dtype=s.kv_dtype,
+                              kv_layout=f'paged[{B}]x{s.num_kv_heads}x{s.head_dim}')
+        if cfg.allocator == 'paged':
+            self.block_manager = BlockManager(n, B, enable_prefix_caching=cfg.enable_prefix_caching,
+                                              context=ctx, record_fresh=True)
+        else:
+            self.block_manager = ReservationManager(n, B, max_model_len=cfg.max_model_len, record_fresh=True)
+        self.scheduler = Scheduler(self.block_manager, max_num_seqs=cfg.max_num_seqs,
+                                   max_num_batched_tokens=cfg.max_num_batched_tokens,
+                                   max_model_len=cfg.max_model_len, policy=cfg.policy,
+                                   enable_chunked_prefill=cfg.enable_chunked_prefill, batching=cfg.batching)
+        self.kv_caches = allocate_model_cache(self.config, n, B, device=self.device)
+        self.stop_ids = frozenset(self.config.eos_token_ids)
+        self.last_batch: ScheduledBatch | None = None   # the last step's plan, with chapter 06's decisions
         self._ids = itertools.count()
         self._groups: dict = {}            # request_id -> the user-level request: params, samples, prompt
         self._stash: list = []             # finished outputs of requests `generate` did not add, for the next step()
-        self._rng = torch.Generator().manual_seed(seed)
+        self._rng = torch.Generator().manual_seed(cfg.seed)
 
 # %% ../../nbs/08_engine.ipynb #e058806e
-COMPUTE_DTYPES = ('float32', 'float16', 'bfloat16')
-
 @patch_to(LLM)
-def _check_settings(self, kw: dict) -> dict:
-    "Refuse a bad engine setting with the rule it breaks, before anything is built; the integer settings as `int`s"
-    out = {k: check_int(k, kw[k], 1, 2**62) for k in ('block_size', 'max_num_seqs', 'max_num_batched_tokens')}
-    out |= {k: None if kw[k] is None else check_int(k, kw[k], 1, 2**62) for k in ('num_blocks', 'max_model_len', 'memory_bytes')}
-    for k in ('enable_prefix_caching', 'enable_chunked_prefill'): check_bool(k, kw[k])
-    out['seed'] = check_int('seed', kw['seed'], 0, 2**63 - 1)
-    for k, allowed in (('allocator', ('paged', 'reserved')), ('policy', ('fcfs', 'priority')), ('batching', ('continuous', 'static'))):
-        if kw[k] not in allowed: raise ValueError(f"{k} must be one of {', '.join(map(repr, allowed))}, got {kw[k]!r}")
-    m = kw['model']
-    if not (m is None or isinstance(m, (str, Path, ModelConfig, CausalLM))):
-        raise ValueError(f"model must be a checkpoint directory, a ModelConfig, a CausalLM or None, got {type(m).__name__}")
-    try: dev = torch.device(kw['device'])
-    except (RuntimeError, TypeError) as e: raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got {kw['device']!r}") from None
-    if dev.type == 'cuda' and not torch.cuda.is_available(): raise ValueError(f"device {kw['device']!r}: CUDA is not available on this machine")
-    if kw['tokenizer'] is not None and not (hasattr(kw['tokenizer'], 'encode') and hasattr(kw['tokenizer'], 'decode')):
-        raise ValueError(f"tokenizer must have encode and decode methods, got {type(kw['tokenizer']).__name__}")
-    return out
+def _check_settings(self, model, config, tokenizer, settings: dict) -> EngineConfig:
+    "`config` with the keyword `settings` replacing its fields, checked; so are the model and the tokenizer"
+    if not (config is None or isinstance(config, EngineConfig)):
+        raise ValueError(f"config must be an EngineConfig or None, got {type(config).__name__}")
+    names = [f.name for f in fields(EngineConfig)]
+    for k in settings:
+        if k not in names:
+            close = difflib.get_close_matches(k, names, 1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ''
+            raise TypeError(f"unknown setting {k!r}{hint}; the settings are {', '.join(names)}")
+    cfg = replace(config or EngineConfig(), **settings)                   # EngineConfig checks every field
+    if not (model is None or isinstance(model, (str, Path, ModelConfig, CausalLM))):
+        raise ValueError("model must be a checkpoint directory, a ModelConfig, a CausalLM or None, "
+                         f"got {type(model).__name__}")
+    if torch.device(cfg.device).type == 'cuda' and not torch.cuda.is_available():
+        raise ValueError(f"device {cfg.device!r}: CUDA is not available on this machine")
+    if tokenizer is not None and not (hasattr(tokenizer, 'encode') and hasattr(tokenizer, 'decode')):
+        raise ValueError(f"tokenizer must have encode and decode methods, got {type(tokenizer).__name__}")
+    return cfg
 
 def available_memory(device) -> int | None:
     "Bytes free on `device` now: the free GPU memory, or Linux's `MemAvailable`; None where it cannot be known"
@@ -116,22 +114,19 @@ def available_memory(device) -> int | None:
 @patch_to(LLM)
 def _check_pool_fits(self) -> None:
     "Refuse a `num_blocks` whose KV pool is larger than the memory free on the device, before the pool is built"
-    pool, free = self.num_blocks * self.block_size * self.config.shape.kv_bytes_per_token, available_memory(self.device)
+    n, B = self.engine_config.num_blocks, self.engine_config.block_size
+    pool, free = n * B * self.config.shape.kv_bytes_per_token, available_memory(self.device)
     if free is not None and pool > free:
-        raise ValueError(f"num_blocks {self.num_blocks}: a KV pool of {fmt_bytes(pool)} does not fit in the {fmt_bytes(free)} free on {self.device}")
+        raise ValueError(f"num_blocks {n}: a KV pool of {fmt_bytes(pool)} does not fit "
+                         f"in the {fmt_bytes(free)} free on {self.device}")
 
-def _compute_dtype(dtype) -> str | None:
-    if dtype is None: return None
-    name = canonical_dtype(str(dtype).removeprefix('torch.'))
-    if name not in COMPUTE_DTYPES: raise ValueError(f"dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {dtype!r}")
-    return name
-
+# %% ../../nbs/08_engine.ipynb #3ba35f6d
 @patch_to(LLM)
-def _load(self, model, dtype, tokenizer):
-    dtype = _compute_dtype(dtype)
+def _load(self, model, dtype: str | None, tokenizer):
     if model is None: model = tiny_config()
     if isinstance(model, ModelConfig):
-        if dtype: model = replace(model, shape=replace(model.shape, dtype=dtype, kv_dtype=None))
+        if dtype and dtype != model.shape.dtype:                       # the model's own dtype changes nothing
+            model = replace(model, shape=replace(model.shape, dtype=dtype, kv_dtype=None))
         m, name = random_model(model), model.shape.name
     elif isinstance(model, CausalLM):
         own = str(next(model.parameters()).dtype).removeprefix('torch.')
@@ -150,14 +145,32 @@ def _load(self, model, dtype, tokenizer):
                           else f"in-memory:{id(m):x}") + f";{next(m.parameters()).dtype}"
     return m.to(self.device).eval(), tokenizer, name
 
+# %% ../../nbs/08_engine.ipynb #e702cadb
 @patch_to(LLM)
-def _blocks_from_budget(self, block_size, max_num_batched_tokens, memory_bytes):
+def _resolve(self, cfg: EngineConfig) -> EngineConfig:
+    "`cfg` with what it left to the engine decided: the context and dtype from the model, backend, pool"
+    P, L = self.config.max_position_embeddings, cfg.max_model_len
+    if L is not None and L > P:
+        raise ValueError(f"max_model_len must be at most the model's max_position_embeddings {P}, got {L}")
+    cfg = replace(cfg, max_model_len=L or P, attention_backend=self.backend.name,
+                  dtype=str(next(self.model.parameters()).dtype).removeprefix('torch.'))
+    ws = self.backend.workspace                                # its bound first: the budget counts it
+    if ws is not None:
+        ws.max_rows = gather_rows_bound(cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.max_model_len,
+                                        cfg.block_size)
+    return cfg if cfg.num_blocks is not None else replace(cfg, num_blocks=self._blocks_from_budget(cfg))
+
+@patch_to(LLM)
+def _blocks_from_budget(self, cfg: EngineConfig) -> int:
+    "The blocks of `cfg.block_size` slots that chapter 00's budget leaves for the KV pool"
     cuda = self.device.type == 'cuda'
-    memory_bytes = memory_bytes or (torch.cuda.get_device_properties(self.device).total_memory if cuda else 256 * MiB)
-    s = self.config.shape
-    self.budget = capacity(s, memory_bytes, [self.max_model_len], block_size=block_size, max_num_batched_tokens=max_num_batched_tokens,
-                           max_model_len=self.max_model_len, workspace_bytes=self.workspace_bytes)
-    n = int(self.budget.kv_pool_bytes // (block_size * s.kv_bytes_per_token))
+    default = torch.cuda.get_device_properties(self.device).total_memory if cuda else 256 * MiB
+    memory_bytes = cfg.memory_bytes or default
+    s, B, L = self.config.shape, cfg.block_size, cfg.max_model_len
+    self.budget = capacity(s, memory_bytes, [L], block_size=B, max_model_len=L,
+                           max_num_batched_tokens=cfg.max_num_batched_tokens,
+                           workspace_bytes=self.workspace_bytes)
+    n = int(self.budget.kv_pool_bytes // (B * s.kv_bytes_per_token))
     if n < 1:                                                  # one line: the CLI prints it as its error
         terms = ', '.join(f"{k} {fmt_bytes(v)}" for k, v in self.budget.fixed.items())
         raise ValueError(f"memory_bytes: {fmt_bytes(memory_bytes)} leaves no room for one KV block after {terms} and the headroom")
@@ -198,8 +211,9 @@ def _check_request(self, prompt, params=None, request_id=None, arrival_time=None
     if not isinstance(params, SamplingParams): raise ValueError(f"params must be a SamplingParams, got {type(params).__name__}")
     V = self.config.shape.vocab_size
     if any(t >= V for t in params.stop_token_ids): raise ValueError(f"stop_token_ids must be in [0, {V}), got {list(params.stop_token_ids)}")
-    if len(ids) + params.max_tokens > self.max_model_len:
-        raise ValueError(f"prompt ({len(ids)} tokens) + max_tokens ({params.max_tokens}) exceeds the model context {self.max_model_len}")
+    if len(ids) + params.max_tokens > (L := self.engine_config.max_model_len):
+        raise ValueError(f"prompt ({len(ids)} tokens) + max_tokens ({params.max_tokens}) "
+                         f"exceeds the model context {L}")
     if params.n > self.scheduler.max_num_seqs:
         raise ValueError(f"n ({params.n}) exceeds max_num_seqs ({self.scheduler.max_num_seqs}): a request's samples run together")
     if not (cache_salt is None or isinstance(cache_salt, (str, bytes)) or is_int(cache_salt)):
@@ -319,7 +333,7 @@ def _sample(self, done: list[Request], logits, forks: list) -> tuple[dict, dict]
 @torch.inference_mode()
 def _run_step(self, partial: bool) -> list[RequestOutput]:
     sch = self.scheduler
-    batch = sch.schedule(time.perf_counter())
+    batch = self.last_batch = sch.schedule(time.perf_counter())
     done = [r for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions) if s + n == r.num_tokens]
     sampled, failed, forks = {}, {}, []
     if batch.requests:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['Status', 'FinishReason', 'Request', 'ScheduledBatch']
+__all__ = ['Status', 'FinishReason', 'Request', 'AdmissionStop', 'Decision', 'ScheduledBatch']
 
 # %% ../../nbs/06_scheduler.ipynb #imp03472
 from dataclasses import dataclass, field
@@ -59,15 +59,35 @@ class Request:
     @property
     def finished(self) -> bool: return self.status is Status.FINISHED
 
+# %% ../../nbs/06_scheduler.ipynb #a60537fe
+class AdmissionStop(str, Enum):
+    "Why admission stopped in a step: the rule that held the head of the queue back, or that nothing waited"
+    QUEUE_EMPTY = 'queue_empty'      # every waiting request was admitted, or none waited
+    SEATS = 'max_num_seqs'           # no seat for the head's sequences (prompts hold seats for their forks)
+    TOKEN_BUDGET = 'token_budget'    # the budget is spent, or (no chunking) the rest cannot hold the prompt
+    BLOCKS = 'kv_blocks'             # the pool cannot give the head its blocks, or the step had to preempt
+    WATERMARK = 'watermark'          # it can, but only out of the blocks kept for the running requests
+    STATIC_BATCH = 'static_batch'    # static batching: a batch is still running, and nothing joins it
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    "A request the scheduler turned away, and why: a preemption (for whom) or a rejection (the rule it broke)"
+    request: Request
+    reason: str
+
 # %% ../../nbs/06_scheduler.ipynb #9730411f
 @dataclass
 class ScheduledBatch:
-    "What one step runs: requests, their new-token counts and start positions, block copies, preemptions"
+    "What one step runs (requests, their new tokens and start positions, block copies), and what was decided"
     requests: list[Request] = field(default_factory=list)
     num_new_tokens: list[int] = field(default_factory=list)
     start_positions: list[int] = field(default_factory=list)
     copies: list[tuple[int, int]] = field(default_factory=list)
-    preempted: list[Request] = field(default_factory=list)
+    preempted: list[Decision] = field(default_factory=list)   # sent back to recompute, and for whom
+    rejected: list[Decision] = field(default_factory=list)    # refused at submission since the last plan
+    admission: AdmissionStop | None = None    # why admission stopped (None: a batch no plan made)
+    num_running: int = 0                      # the queues as the plan left them
+    num_waiting: int = 0
     num_decode_rows: int = 0       # the leading rows are decodes (one new token that completes the request's KV): update's fast path
     @property
     def num_batched_tokens(self) -> int: return sum(self.num_new_tokens)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect, itertools, math
 from ..utils import check_positive, patch_to
 from .blocks import BlockManager, NoFreeBlocksError
-from .request import FinishReason, Request, ScheduledBatch, Status
+from .request import AdmissionStop, Decision, FinishReason, Request, ScheduledBatch, Status
 
 # %% auto #0
 __all__ = ['Scheduler', 'check_scheduler']
@@ -32,6 +32,7 @@ class Scheduler:
         self.running: dict[object, Request] = {}     # admission order
         self.requests: dict[object, Request] = {}    # every unfinished request by id
         self.finished: list[Request] = []
+        self._rejected: list[Decision] = []          # rejected since the last plan, which reports them
         self.counters = dict(steps=0, admitted=0, rejected=0, preemptions=0, cancelled=0, aborted=0, finished=0)
         self._seq = itertools.count()                # tie-breaker: submission order
 
@@ -43,7 +44,7 @@ def _queue_key(self, req: Request):
 @patch_to(Scheduler)
 def _reject(self, req: Request, reason: str, now: float) -> Request:
     req.status, req.finish_reason, req.reject_reason, req.finished_time = Status.FINISHED, FinishReason.REJECTED, reason, now
-    self.finished.append(req); self.counters['rejected'] += 1
+    self.finished.append(req); self.counters['rejected'] += 1; self._rejected.append(Decision(req, reason))
     return req
 
 @patch_to(Scheduler)
@@ -83,10 +84,10 @@ def _requeue(self, req: Request):
     bisect.insort(self.waiting, req, key=self._queue_key)    # its own place: under fcfs, ahead of everything that arrived later
 
 @patch_to(Scheduler)
-def _preempt(self, req: Request, batch: ScheduledBatch):
+def _preempt(self, req: Request, batch: ScheduledBatch, reason: str):
     self._requeue(req)
     req.num_preemptions += 1; self.counters['preemptions'] += 1
-    batch.preempted.append(req)
+    batch.preempted.append(Decision(req, reason))
 
 @patch_to(Scheduler)
 def _fail(self, req: Request, error: Exception, now: float):
@@ -104,7 +105,9 @@ def _reserve(self, req: Request, total: int, batch: ScheduledBatch, step: int, n
             return True
         except NoFreeBlocksError:
             victim = self._pick_victim(step, req) or req
-            self._preempt(victim, batch)
+            why = ('no free block for its next slots, and nothing else to preempt' if victim is req
+                   else f"to give {req.request_id!r} its next slots: the pool had no free block")
+            self._preempt(victim, batch, why)
             if victim is req: return False
         except Exception as e:                                   # not a shortage: this request's own fault
             self._fail(req, e, now); return False
@@ -151,27 +154,37 @@ def _plan(self, batch: ScheduledBatch, now: float) -> None:
         n = min(total - req.num_computed_tokens, budget)
         req.scheduled_step = step
         reqs.append(req); ns.append(n); starts.append(req.num_computed_tokens); budget -= n
-    if not batch.preempted and not (self.batching == 'static' and self.running):
-        self._admit(batch, budget, now, step)                    # 3. admissions
+    batch.rejected, self._rejected = self._rejected, []
+    if batch.preempted: batch.admission = AdmissionStop.BLOCKS   # a step that had to preempt admits nobody
+    elif self.batching == 'static' and self.running:
+        batch.admission = AdmissionStop.STATIC_BATCH if self.waiting else AdmissionStop.QUEUE_EMPTY
+    else:
+        batch.admission = self._admit(batch, budget, now, step)  # 3. admissions
         if not batch.requests and not self.running and self.waiting:   # idle, yet the head did not fit: it never will
             self._finish(self.waiting[0], FinishReason.ABORTED, now, error='could not be admitted even into an idle engine')
+    batch.num_running, batch.num_waiting = len(self.running), len(self.waiting)
 
+# %% ../../nbs/06_scheduler.ipynb #27ba2620
 @patch_to(Scheduler)
-def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> None:
+def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> AdmissionStop:
+    "Admit from the head of the waiting queue within `budget` tokens; returns why it stopped"
     # seats: running sequences, plus the forks that running prompts with n > 1 samples will add
     seats = len(self.running) + sum(r.num_samples - 1 for r in self.running.values() if r.num_samples > 1 and not r.output_token_ids)
-    while self.waiting and budget > 0:
+    while self.waiting:
+        if budget == 0: return AdmissionStop.TOKEN_BUDGET
         req = self.waiting[0]
         need = req.num_samples if not req.output_token_ids else 1
-        if seats + need > self.max_num_seqs: break
+        if seats + need > self.max_num_seqs: return AdmissionStop.SEATS
         tokens = req.all_token_ids
         try: fits, cached = self.bm.plan_allocation(tokens, req.cache_salt)   # asks; changes nothing
         except Exception as e: self._fail(req, e, now); continue
-        if not fits: break
-        if self.bm.num_available_blocks - self.bm.blocks_needed(len(tokens)) < self.watermark_blocks and self.running: break
+        if not fits: return AdmissionStop.BLOCKS
+        left = self.bm.num_available_blocks - self.bm.blocks_needed(len(tokens))
+        if left < self.watermark_blocks and self.running: return AdmissionStop.WATERMARK
         n = min(len(tokens) - cached, budget)
         # without chunked prefill the whole rest must fit this step; a recompute larger than any step is the exception
-        if not self.chunked and n < len(tokens) - cached <= self.max_num_batched_tokens: break
+        if not self.chunked and n < len(tokens) - cached <= self.max_num_batched_tokens:
+            return AdmissionStop.TOKEN_BUDGET
         try: cached = self.bm.allocate(req.request_id, tokens, req.cache_salt)
         except Exception as e: self._fail(req, e, now); continue       # it was planned to fit: the fault is this request's
         self.waiting.pop(0)
@@ -180,6 +193,7 @@ def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> N
         if req.first_scheduled_time is None: req.first_scheduled_time = now
         self.running[req.request_id] = req; self.counters['admitted'] += 1
         batch.add(req, n); budget -= n; seats += need
+    return AdmissionStop.QUEUE_EMPTY
 
 # %% ../../nbs/06_scheduler.ipynb #ceeb2945
 @patch_to(Scheduler)
@@ -275,4 +289,5 @@ def check_scheduler(s: Scheduler, batch: ScheduledBatch | None = None):
     if batch is not None:
         assert batch.num_batched_tokens <= s.max_num_batched_tokens, 'token budget exceeded'
         assert len({x.request_id for x in batch.requests}) == len(batch.requests), 'a request scheduled twice'
+        assert batch.admission is not AdmissionStop.QUEUE_EMPTY or not s.waiting, 'the plan missed the queue'
     s.bm.check()

@@ -15,7 +15,8 @@ def describe_step(s: Scheduler, batch: ScheduledBatch, step: int) -> dict:
     "One row of a scheduler timeline: the batch, the queues and the pool after `schedule`"
     ran = ' '.join(f"{r.request_id}:{'P' if n > 1 else 'D'}{n}" for r, n in zip(batch.requests, batch.num_new_tokens))
     return dict(step=step, batch=ran or '-', tokens=batch.num_batched_tokens, waiting=' '.join(str(r.request_id) for r in s.waiting) or '-',
-                preempted=' '.join(str(r.request_id) for r in batch.preempted) or '-', blocks_used=s.bm.num_used_blocks)
+                preempted=' '.join(str(d.request.request_id) for d in batch.preempted) or '-',
+                blocks_used=s.bm.num_used_blocks)
 
 def scheduler_timeline(make_scheduler=None, requests=None):
     "An ipywidgets timeline: each click runs one scheduler iteration and shows its batch, queues and pool"
