@@ -28,28 +28,40 @@ class _Parser(argparse.ArgumentParser):
 
 # %% ../nbs/90_cli.ipynb #433e47c3
 def _shape_from_args(a) -> ModelShape:
-    sources = [s for s in ('config', 'preset') if getattr(a, s)] + (['flags'] if a.layers or a.kv_heads or a.head_dim else [])
-    if len(sources) != 1: raise ValueError("give the shape by exactly one of --config, --preset, or --layers/--kv-heads/--head-dim")
+    sources = [s for s in ('config', 'preset') if getattr(a, s)] + (
+        ['flags'] if a.layers or a.kv_heads or a.head_dim else []
+    )
+    if len(sources) != 1: raise ValueError("give the shape by exactly one of --config, --preset, or "
+                                           "--layers/--kv-heads/--head-dim")
     if a.config: shape = shape_from_hf_config(a.config)
     elif a.preset: shape = preset(a.preset)
     else:
-        missing = [f for f, v in (('--layers', a.layers), ('--kv-heads', a.kv_heads), ('--head-dim', a.head_dim)) if v is None]
+        missing = [
+            f
+            for f, v in (('--layers', a.layers), ('--kv-heads', a.kv_heads), ('--head-dim', a.head_dim))
+            if v is None
+        ]
         if missing: raise ValueError(f"a shape from flags needs {', '.join(missing)}")
-        shape = ModelShape(num_layers=a.layers, num_q_heads=a.q_heads or a.kv_heads, num_kv_heads=a.kv_heads, head_dim=a.head_dim, name='flags')
+        shape = ModelShape(num_layers=a.layers, num_q_heads=a.q_heads or a.kv_heads, num_kv_heads=a.kv_heads,
+                           head_dim=a.head_dim, name='flags')
     return replace(shape, kv_dtype=canonical_dtype(a.dtype, '--dtype')) if a.dtype else shape
 
 def cmd_kv(a) -> dict:
     "KV bytes per token, per request of `--context` tokens and for `--batch` such requests"
     shape = _shape_from_args(a)
     per_req = kv_bytes(shape, [a.context])
-    res = dict(model=shape.name, attention=shape.attention_kind, num_layers=shape.num_layers, num_q_heads=shape.num_q_heads,
-               num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim, kv_dtype=shape.kv_dtype, context=a.context, batch=a.batch,
-               kv_bytes_per_token=shape.kv_bytes_per_token, kv_bytes_per_request=per_req, kv_bytes_total=per_req * a.batch)
-    if shape.intermediate_size and shape.vocab_size: res.update(params=param_count(shape), weight_bytes=weight_bytes(shape))
+    res = dict(model=shape.name, attention=shape.attention_kind, num_layers=shape.num_layers,
+               num_q_heads=shape.num_q_heads, num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim,
+               kv_dtype=shape.kv_dtype, context=a.context, batch=a.batch,
+               kv_bytes_per_token=shape.kv_bytes_per_token, kv_bytes_per_request=per_req,
+               kv_bytes_total=per_req * a.batch)
+    if shape.intermediate_size and shape.vocab_size:
+        res.update(params=param_count(shape), weight_bytes=weight_bytes(shape))
     return res
 
 def _print_kv(r):
-    print(f"{r['model']}: {r['attention']}, {r['num_layers']} layers, {r['num_kv_heads']} KV heads x {r['head_dim']}, KV {r['kv_dtype']}")
+    print(f"{r['model']}: {r['attention']}, {r['num_layers']} layers, {r['num_kv_heads']} KV heads x "
+          f"{r['head_dim']}, KV {r['kv_dtype']}")
     for k in ('kv_bytes_per_token', 'kv_bytes_per_request', 'kv_bytes_total', 'weight_bytes'):
         if k in r: print(f"  {k.replace('_', ' '):<22}{r[k]:>18,} B  {r[k] / GiB:>10.4f} GiB")
 
@@ -66,50 +78,76 @@ def cmd_report(a) -> dict:
     import matplotlib; matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
-    seed = ModelShape(num_layers=32, num_q_heads=32, num_kv_heads=8, head_dim=128, dtype='bfloat16', name='seed')
-    fig1, rows1 = plot_kv_context(seed); f1 = write_figure(fig1, rows1, out, 'fig1_kv_vs_context'); plt.close(fig1)
-    fig2, rows2 = plot_tail_waste(512); f2 = write_figure(fig2, rows2, out, 'fig2_tail_waste'); plt.close(fig2)
+    seed = ModelShape(num_layers=32, num_q_heads=32, num_kv_heads=8, head_dim=128, dtype='bfloat16',
+                      name='seed')
+    fig1, rows1 = plot_kv_context(seed)
+    f1 = write_figure(fig1, rows1, out, 'fig1_kv_vs_context')
+    plt.close(fig1)
+    fig2, rows2 = plot_tail_waste(512)
+    f2 = write_figure(fig2, rows2, out, 'fig2_tail_waste')
+    plt.close(fig2)
     summary = dict(
-        kv=dict(shape='32 layers, 8 KV heads, head dim 128, bfloat16', bytes_per_token=seed.kv_bytes_per_token,
-                gib_per_4096_token_request=kv_bytes(seed, [4096]) / GiB,
-                gib_per_4096_token_request_mha=kv_bytes(replace(seed, num_kv_heads=32), [4096]) / GiB),
-        paging=dict(lengths=list(SEED_LENGTHS), rows=compare_allocation(SEED_LENGTHS, (16, 32), reserve=512),
-                    mean_tail_waste_uniform_1_512={r['page_size']: r['mean_tail_waste'] for r in rows2},
-                    mean_reservation_waste_uniform_1_512=float(expected_reservation_waste(512))),
-        files=dict(figure1=f1, figure2=f2, summary=str(out / 'summary.json')))
+        kv=dict(
+            shape='32 layers, 8 KV heads, head dim 128, bfloat16',
+            bytes_per_token=seed.kv_bytes_per_token,
+            gib_per_4096_token_request=kv_bytes(seed, [4096]) / GiB,
+            gib_per_4096_token_request_mha=kv_bytes(replace(seed, num_kv_heads=32), [4096]) / GiB,
+        ),
+        paging=dict(
+            lengths=list(SEED_LENGTHS),
+            rows=compare_allocation(SEED_LENGTHS, (16, 32), reserve=512),
+            mean_tail_waste_uniform_1_512={r['page_size']: r['mean_tail_waste'] for r in rows2},
+            mean_reservation_waste_uniform_1_512=float(expected_reservation_waste(512)),
+        ),
+        files=dict(figure1=f1, figure2=f2, summary=str(out / 'summary.json')),
+    )
     (out / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n')
     return summary
 
+# %% ../nbs/90_cli.ipynb #8224ddda
 def _print_report(s):
     k = s['kv']
-    print(f"KV budget ({k['shape']}): {k['bytes_per_token']:,} B/token; a 4,096-token request holds "
-          f"{k['gib_per_4096_token_request']} GiB (MHA, 32 KV heads: {k['gib_per_4096_token_request_mha']} GiB)")
+    print(
+        f"KV budget ({k['shape']}): {k['bytes_per_token']:,} B/token; a 4,096-token request holds "
+        f"{k['gib_per_4096_token_request']} GiB (MHA, 32 KV heads: {k['gib_per_4096_token_request_mha']} GiB)"
+    )
     print(f"\nPaging, lengths {s['paging']['lengths']}:\n" + format_rows(s['paging']['rows']))
     w = s['paging']['mean_tail_waste_uniform_1_512']
     print(f"\nMean tail waste, lengths uniform on 1..512: " + ', '.join(f"B={B}: {v}" for B, v in w.items())
           + f"; fixed 512-slot reservation: {s['paging']['mean_reservation_waste_uniform_1_512']}")
-    print('\nwrote ' + ', '.join(p for f in s['files'].values() for p in (f.values() if isinstance(f, dict) else [f])))
+    print(
+        '\nwrote '
+        + ', '.join(p for f in s['files'].values() for p in (f.values() if isinstance(f, dict) else [f]))
+    )
 
 # %% ../nbs/90_cli.ipynb #d52e8fa6
 def _check_out(path) -> None:
-    "A ValueError naming `--out` unless `path` is, or can be made, a folder this process can write a file in; leaves nothing behind"
+    """A ValueError naming `--out` unless `path` is, or can be made, a folder this process can write a file
+    in; leaves nothing behind"""
     missing, top = [], Path(path)
     while not os.path.lexists(top) and top != top.parent: missing.append(top); top = top.parent
-    if not top.is_dir(): raise ValueError(f"--out {path}: {top} is not a folder" if missing else f"--out {path} exists and is not a folder")
+    if not top.is_dir():
+        raise ValueError(
+            f"--out {path}: {top} is not a folder" if missing else f"--out {path} exists and is not a folder"
+        )
     made = []
     try:
         for d in reversed(missing):
             try: d.mkdir(); made.append(d)
             except OSError as e: raise ValueError(f"--out {path}: cannot create {d} ({e.strerror})") from None
-        try: tempfile.TemporaryFile(dir=path).close()
-        except OSError as e: raise ValueError(f"--out {path}: cannot write a file there ({e.strerror})") from None
+        try:
+            tempfile.TemporaryFile(dir=path).close()
+        except OSError as e:
+            raise ValueError(f"--out {path}: cannot write a file there ({e.strerror})") from None
     finally:
         for d in reversed(made): d.rmdir()
 
 # %% ../nbs/90_cli.ipynb #b7ec4e8d
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    "The `minipaged` parser: one subcommand per headline computation (`argv` decides whether `bench`'s options are loaded)"
-    p = _Parser(prog='minipaged', description='minipaged: the memory machinery of LLM serving, as a course and a library')
+    """The `minipaged` parser: one subcommand per headline computation (`argv` decides whether `bench`'s
+    options are loaded)"""
+    p = _Parser(prog='minipaged',
+                description='minipaged: the memory machinery of LLM serving, as a course and a library')
     sub = p.add_subparsers(dest='command', required=True, metavar='{kv,paging,report,bench}')
     kv = sub.add_parser('kv', help='KV-cache bytes of a model shape', description=cmd_kv.__doc__)
     kv.add_argument('--config', help='a Hugging Face config.json (or the checkpoint directory holding it)')
@@ -121,36 +159,51 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     kv.add_argument('--dtype', help='KV cache dtype (default: the config\'s dtype, bfloat16 for flags)')
     kv.add_argument('--context', type=int, default=4096, help='retained tokens per request (default 4096)')
     kv.add_argument('--batch', type=int, default=1, help='number of such requests (default 1)')
-    pg = sub.add_parser('paging', help='slots, waste and utilization: fixed reservation vs pages', description=cmd_paging.__doc__)
-    pg.add_argument('--lengths', type=int, nargs='+', required=True, help='token lengths of the live requests')
-    pg.add_argument('--page-sizes', type=int, nargs='+', default=[16, 32], help='page sizes to compare (default 16 32)')
+    pg = sub.add_parser('paging', help='slots, waste and utilization: fixed reservation vs pages',
+                        description=cmd_paging.__doc__)
+    pg.add_argument('--lengths', type=int, nargs='+', required=True,
+                    help='token lengths of the live requests')
+    pg.add_argument('--page-sizes', type=int, nargs='+', default=[16, 32],
+                    help='page sizes to compare (default 16 32)')
     pg.add_argument('--reserve', type=int, help='slots a fixed reservation gives each request')
-    rp = sub.add_parser('report', help='chapters 00-01: headline numbers, figures and their data', description=cmd_report.__doc__)
+    rp = sub.add_parser('report', help='chapters 00-01: headline numbers, figures and their data',
+                        description=cmd_report.__doc__)
     rp.add_argument('--out', default='report', help='output folder (default ./report)')
-    bench = sub.add_parser('bench', help='serve a declared workload: TTFT/TPOT/ITL/E2E, goodput, KV high-water marks, ablations',
-                           description='The serving benchmark of chapter 09 (the main job): a declared, seeded workload through the engine')
+    bench = sub.add_parser(
+        'bench',
+        help='serve a declared workload: TTFT/TPOT/ITL/E2E, goodput, KV high-water marks, ablations',
+        description='The serving benchmark of chapter 09 (the main job): a declared, seeded workload through '
+                    'the engine',
+    )
     if argv is None or argv[:1] == ['bench']:       # its options import torch: only when asked for
         from minipaged.bench.cli import add_bench_arguments, run_bench_cli
-        add_bench_arguments(bench); bench.set_defaults(func=run_bench_cli, show=lambda r: None)   # it prints its own table
-    for s in (kv, pg, rp, bench): s.add_argument('--json', action='store_true', help='print JSON for a program instead of a table')
-    kv.set_defaults(func=cmd_kv, show=_print_kv); pg.set_defaults(func=cmd_paging, show=lambda r: print(format_rows(r['rows'])))
+        # it prints its own table
+        add_bench_arguments(bench); bench.set_defaults(func=run_bench_cli, show=lambda r: None)
+    for s in (kv, pg, rp, bench):
+        s.add_argument('--json', action='store_true', help='print JSON for a program instead of a table')
+    kv.set_defaults(func=cmd_kv, show=_print_kv)
+    pg.set_defaults(func=cmd_paging, show=lambda r: print(format_rows(r['rows'])))
     rp.set_defaults(func=cmd_report, show=_print_report)
     return p
 
+# %% ../nbs/90_cli.ipynb #e0378afc
 def main(argv=None) -> int:
     "Entry point of the `minipaged` console script"
     argv = sys.argv[1:] if argv is None else list(argv)
     a = build_parser(argv).parse_args(argv)
     try:
         for k in ('context', 'batch'):
-            if getattr(a, k, 1) < 1: raise ValueError(f"--{k} must be a positive integer, got {getattr(a, k)}")
+            if getattr(a, k, 1) < 1:
+                raise ValueError(f"--{k} must be a positive integer, got {getattr(a, k)}")
         if getattr(a, 'out', None) is not None: _check_out(a.out)
         res = a.func(a)
     except ValueError as e: return _fail(a, e)
-    except OSError as e: return _fail(a, f"{e.strerror or e}" + (f": {e.filename}" if e.filename else ''))   # a file that cannot be read
+    # a file that cannot be read
+    except OSError as e: return _fail(a, f"{e.strerror or e}" + (f": {e.filename}" if e.filename else ''))
     if a.json: print(json.dumps(res, indent=2))
     else: a.show(res)
-    if res.get('error'): return _fail(a, res['error'])           # results written, but they say the run failed
+    # results written, but they say the run failed
+    if res.get('error'): return _fail(a, res['error'])
     return 0
 
 def _fail(a, message) -> int:

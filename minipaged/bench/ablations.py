@@ -39,21 +39,31 @@ def ablation_configs(base: EngineConfig = EngineConfig(), page_sizes=(8, 16, 32,
 def changed_knob(config: EngineConfig, base: EngineConfig) -> str | None:
     "The one setting in which `config` differs from `base` (None if none); a ValueError if more differ"
     diff = [f.name for f in fields(EngineConfig) if getattr(config, f.name) != getattr(base, f.name)]
-    if len(diff) > 1: raise ValueError(f"an ablation must change one knob, this one changes {', '.join(diff)}")
+    if len(diff) > 1:
+        raise ValueError(f"an ablation must change one knob, this one changes {', '.join(diff)}")
     return diff[0] if diff else None
 
 # %% ../../nbs/09_serving_benchmark.ipynb #9383362f
-EFFECT_METRICS = ('max_running', 'mean_waste_per_seq', 'prefill_tokens', 'ttft_median_ms', 'itl_p99_ms', 'e2e_median_ms', 'output_throughput')
+EFFECT_METRICS = ('max_running', 'mean_waste_per_seq', 'prefill_tokens', 'ttft_median_ms', 'itl_p99_ms',
+                  'e2e_median_ms', 'output_throughput')
 
 def largest_effect(row: dict, base: dict, metrics=EFFECT_METRICS) -> str:
     "The metric of `row` that moved most against `base`, by the absolute log of their ratio"
-    if row.get('rejected', 0) != base.get('rejected', 0): return f"rejected {base['rejected']} -> {row['rejected']}"
-    pairs = [(abs(math.log(row[m] / base[m])), m) for m in metrics if row.get(m) and base.get(m) and row[m] > 0 and base[m] > 0]
+    if row.get('rejected', 0) != base.get('rejected', 0):
+        return f"rejected {base['rejected']} -> {row['rejected']}"
+    pairs = [
+        (abs(math.log(row[m] / base[m])), m)
+        for m in metrics
+        if row.get(m) and base.get(m) and row[m] > 0 and base[m] > 0
+    ]
     if not pairs: return '-'
     _, m = max(pairs)
     return f"{m} x{row[m] / base[m]:.2f}"
 
-def run_ablations(make_llm, workload: Workload, configs: dict | None = None, slo: SLO = SLO(), progress=None) -> tuple[list[dict], dict]:
+# %% ../../nbs/09_serving_benchmark.ipynb #4727b95e
+def run_ablations(
+    make_llm, workload: Workload, configs: dict | None = None, slo: SLO = SLO(), progress=None
+) -> tuple[list[dict], dict]:
     "Serve `workload` on `make_llm(config)` for each of `configs` (the baseline first); (rows, {name: Run})"
     configs = configs or ablation_configs()
     runs, rows, reference, base = {}, [], None, next(iter(configs.values()))
@@ -65,24 +75,58 @@ def run_ablations(make_llm, workload: Workload, configs: dict | None = None, slo
         if signature != reference: raise AssertionError(f"{name}: the workload changed between ablation rows")
         s = run_summary(run, slo)
         changed = '-' if knob is None else f"{knob}={getattr(config, knob)}"
-        rows.append(dict(config=name, changed=changed, limited_by=s['limited_by'],
-                         **{k: s[k] for k in ('completed', 'rejected', 'max_running', 'mean_running', 'kv_high_water_frac', 'mean_waste_per_seq',
-                                              'prefix_hit_tokens', 'prefill_tokens', 'preemptions', 'ttft_median_ms', 'ttft_p99_ms', 'itl_p99_ms',
-                                              'tpot_median_ms', 'e2e_median_ms', 'output_throughput', 'goodput')},
-                         mechanism='-' if knob is None else MECHANISMS[knob]))
+        rows.append(
+            dict(
+                config=name,
+                changed=changed,
+                limited_by=s['limited_by'],
+                **{
+                    k: s[k]
+                    for k in (
+                        'completed',
+                        'rejected',
+                        'max_running',
+                        'mean_running',
+                        'kv_high_water_frac',
+                        'mean_waste_per_seq',
+                        'prefix_hit_tokens',
+                        'prefill_tokens',
+                        'preemptions',
+                        'ttft_median_ms',
+                        'ttft_p99_ms',
+                        'itl_p99_ms',
+                        'tpot_median_ms',
+                        'e2e_median_ms',
+                        'output_throughput',
+                        'goodput',
+                    )
+                },
+                mechanism='-' if knob is None else MECHANISMS[knob],
+            )
+        )
     for row in rows: row['largest_effect'] = largest_effect(row, rows[0]) if row['changed'] != '-' else '-'
     return rows, runs
 
 # %% ../../nbs/09_serving_benchmark.ipynb #6a1ba849
 def step_time_ms(llm: LLM, num_decodes: int, chunk: int, context: int = 64, repeats: int = 5) -> float:
-    "Median wall time of a step that runs `num_decodes` decoding sequences (of `context` tokens) and one prefill chunk of `chunk` tokens"
+    """Median wall time of a step that runs `num_decodes` decoding sequences (of `context` tokens) and one
+    prefill chunk of `chunk` tokens"""
     rng = np.random.default_rng(0)
     prompt = lambda n: rng.integers(3, llm.config.shape.vocab_size, size=n).tolist()
-    ids = [llm.add_request(prompt(context), SamplingParams(max_tokens=8 * repeats + 8, temperature=0.0, ignore_eos=True)) for _ in range(num_decodes)]
-    while llm.scheduler.waiting or any(r.num_uncomputed > 1 for r in llm.scheduler.running.values()): llm.step()
+    ids = [
+        llm.add_request(
+            prompt(context), SamplingParams(max_tokens=8 * repeats + 8, temperature=0.0, ignore_eos=True)
+        )
+        for _ in range(num_decodes)
+    ]
+    while llm.scheduler.waiting or any(r.num_uncomputed > 1 for r in llm.scheduler.running.values()):
+        llm.step()
     times = []
     for _ in range(repeats):
-        if chunk: ids.append(llm.add_request(prompt(chunk), SamplingParams(max_tokens=1, temperature=0.0, ignore_eos=True)))
+        if chunk:
+            ids.append(
+                llm.add_request(prompt(chunk), SamplingParams(max_tokens=1, temperature=0.0, ignore_eos=True))
+            )
         start = time.perf_counter(); llm.step(); times.append((time.perf_counter() - start) * 1e3)
     for rid in ids:
         try: llm.abort(rid)
@@ -91,7 +135,8 @@ def step_time_ms(llm: LLM, num_decodes: int, chunk: int, context: int = 64, repe
     return float(np.median(times))
 
 # %% ../../nbs/09_serving_benchmark.ipynb #47d212f2
-def capacity_sweep(make_llm, configs: dict, workload: Workload, rates, slo: SLO, attainment: float = 0.9, progress=None) -> tuple[list[dict], dict]:
+def capacity_sweep(make_llm, configs: dict, workload: Workload, rates, slo: SLO, attainment: float = 0.9,
+                   progress=None) -> tuple[list[dict], dict]:
     """Serve `workload` at each rate on `make_llm(config)` for each of `configs` ({name: EngineConfig});
     returns (rows, {name: highest supported rate or None})"""
     if not 0 < attainment <= 1: raise ValueError(f"attainment must be in (0, 1], got {attainment}")
@@ -104,25 +149,49 @@ def capacity_sweep(make_llm, configs: dict, workload: Workload, rates, slo: SLO,
             meets = s['slo_attainment'] >= attainment
             ok = ok and meets
             if ok: best[name] = rate
-            rows.append(dict(config=name, rate=rate, meets=meets, slo_attainment=s['slo_attainment'], goodput=s['goodput'],
-                             **{k: s[k] for k in ('request_throughput', 'ttft_median_ms', 'ttft_p90_ms', 'tpot_median_ms', 'e2e_median_ms', 'max_running')}))
+            rows.append(
+                dict(
+                    config=name,
+                    rate=rate,
+                    meets=meets,
+                    slo_attainment=s['slo_attainment'],
+                    goodput=s['goodput'],
+                    **{
+                        k: s[k]
+                        for k in (
+                            'request_throughput',
+                            'ttft_median_ms',
+                            'ttft_p90_ms',
+                            'tpot_median_ms',
+                            'e2e_median_ms',
+                            'max_running',
+                        )
+                    },
+                )
+            )
     return rows, best
 
+# %% ../../nbs/09_serving_benchmark.ipynb #2ba49659
 def plot_capacity(rows: list[dict], slo: SLO, best: dict):
-    "TTFT p90 and median TPOT against arrival rate per configuration, with the SLOs; SLO attainment against rate; returns (fig, rows)"
+    """TTFT p90 and median TPOT against arrival rate per configuration, with the SLOs; SLO attainment
+    against rate; returns (fig, rows)"""
     import matplotlib.pyplot as plt
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
     for i, name in enumerate(dict.fromkeys(r['config'] for r in rows)):
         rs = [r for r in rows if r['config'] == name]
-        a.plot([r['rate'] for r in rs], [r['ttft_p90_ms'] for r in rs], 'o-', color=f'C{i}', label=f'{name}: TTFT p90')
-        a.plot([r['rate'] for r in rs], [r['tpot_median_ms'] for r in rs], 's--', color=f'C{i}', label=f'{name}: TPOT median')
+        a.plot([r['rate'] for r in rs], [r['ttft_p90_ms'] for r in rs], 'o-', color=f'C{i}',
+               label=f'{name}: TTFT p90')
+        a.plot([r['rate'] for r in rs], [r['tpot_median_ms'] for r in rs], 's--', color=f'C{i}',
+               label=f'{name}: TPOT median')
         b.plot([r['rate'] for r in rs], [r['slo_attainment'] for r in rs], 'o-', color=f'C{i}', label=name)
         if best.get(name): b.axvline(best[name], color=f'C{i}', ls=':', lw=1)
     for v, ls in ((slo.ttft_ms, '-'), (slo.tpot_ms, '--')):
         if v: a.axhline(v, color='k', ls=ls, lw=.8)
-    a.set(yscale='log', xlabel='arrival rate (requests / s)', ylabel='ms', title='Latency against load (black: the SLOs)')
+    a.set(yscale='log', xlabel='arrival rate (requests / s)', ylabel='ms',
+          title='Latency against load (black: the SLOs)')
     _plain_log_ticks(a.yaxis)
-    b.set(xlabel='arrival rate (requests / s)', ylabel='fraction of requests within the SLOs', title='SLO attainment', ylim=(0, 1.05))
+    b.set(xlabel='arrival rate (requests / s)', ylabel='fraction of requests within the SLOs',
+          title='SLO attainment', ylim=(0, 1.05))
     for ax in (a, b): ax.grid(alpha=.3); ax.legend(fontsize=7)
     fig.tight_layout()
     return fig, rows

@@ -53,28 +53,38 @@ def add_engine_arguments(p) -> None:
                              help=help if d is None else f"{help} (default {d})")
 
 # %% ../../nbs/09_serving_benchmark.ipynb #5ee739e7
-DEFAULT_WORKLOAD = Workload(num_requests=200, arrival='poisson', rate=4.0, prompt_len=LengthDist('lognormal', median=64, sigma=0.6, low=8, high=256),
-                            output_len=LengthDist('uniform', low=16, high=64), shared_prefix_frac=0.25, shared_prefix_len=32,
-                            cancel_frac=0.05, cancel_after=0.5, seed=0)
+DEFAULT_WORKLOAD = Workload(num_requests=200, arrival='poisson', rate=4.0,
+                            prompt_len=LengthDist('lognormal', median=64, sigma=0.6, low=8, high=256),
+                            output_len=LengthDist('uniform', low=16, high=64), shared_prefix_frac=0.25,
+                            shared_prefix_len=32, cancel_frac=0.05, cancel_after=0.5, seed=0)
 DEFAULT_SLO = SLO(ttft_ms=1000, tpot_ms=100)
 
 def add_bench_arguments(p) -> None:
     "Add the `minipaged bench` options to the argparse parser `p`"
     d = DEFAULT_WORKLOAD
-    p.add_argument('--model', help='a Hugging Face checkpoint directory (default: the tiny random model of chapter 07)')
-    p.add_argument('--workload', help='a workload JSON file (e.g. the workload.json of an earlier run); the options below override its fields')
+    p.add_argument('--model',
+                   help='a Hugging Face checkpoint directory (default: the tiny random model of chapter 07)')
+    p.add_argument('--workload', help='a workload JSON file (e.g. the workload.json of an earlier run); the '
+                                      'options below override its fields')
     p.add_argument('--num-requests', type=int, help=f'requests to serve (default {d.num_requests})')
     p.add_argument('--rate', type=float, help=f'arrival rate in requests per second (default {d.rate})')
     p.add_argument('--arrival', help=f"arrival process: {', '.join(ARRIVALS)} (default {d.arrival})")
-    p.add_argument('--burstiness', type=float, help='gamma shape for --arrival gamma: < 1 burstier than Poisson (default 1)')
+    p.add_argument('--burstiness', type=float,
+                   help='gamma shape for --arrival gamma: < 1 burstier than Poisson (default 1)')
     p.add_argument('--seed', type=int, help=f'workload seed (default {d.seed})')
     add_engine_arguments(p)
-    p.add_argument('--threads', type=int, help="torch CPU threads (default: 1 for the tiny default model, torch's default for --model)")
-    p.add_argument('--slo-ttft-ms', type=float, default=DEFAULT_SLO.ttft_ms, help=f'TTFT objective in ms (default {DEFAULT_SLO.ttft_ms:g})')
-    p.add_argument('--slo-tpot-ms', type=float, default=DEFAULT_SLO.tpot_ms, help=f'TPOT objective in ms (default {DEFAULT_SLO.tpot_ms:g})')
-    p.add_argument('--repetitions', type=int, default=1, help='independent runs of the workload, each on a fresh engine (default 1)')
-    p.add_argument('--ablations', action='store_true', help='also run the ablation table (allocator, page sizes, prefix cache, batching, chunking)')
-    p.add_argument('--ablation-requests', type=int, default=48, help="requests in the ablations' burst (default 48)")
+    p.add_argument('--threads', type=int, help="torch CPU threads (default: 1 for the tiny default model, "
+                                               "torch's default for --model)")
+    p.add_argument('--slo-ttft-ms', type=float, default=DEFAULT_SLO.ttft_ms,
+                   help=f'TTFT objective in ms (default {DEFAULT_SLO.ttft_ms:g})')
+    p.add_argument('--slo-tpot-ms', type=float, default=DEFAULT_SLO.tpot_ms,
+                   help=f'TPOT objective in ms (default {DEFAULT_SLO.tpot_ms:g})')
+    p.add_argument('--repetitions', type=int, default=1,
+                   help='independent runs of the workload, each on a fresh engine (default 1)')
+    p.add_argument('--ablations', action='store_true', help='also run the ablation table (allocator, page '
+                                                            'sizes, prefix cache, batching, chunking)')
+    p.add_argument('--ablation-requests', type=int, default=48,
+                   help="requests in the ablations' burst (default 48)")
     p.add_argument('--out', default='bench_results', help='results folder (default ./bench_results)')
     p.add_argument('--no-progress', action='store_true', help='no progress bar')
 
@@ -84,6 +94,7 @@ def _flag_error(e: ValueError, where: str = '') -> ValueError | None:
     msg = str(e); name = next((k for k in ENGINE_FLAGS if msg.startswith(k)), None)
     return None if name is None else ValueError(f"{where}{engine_flag(name)}: {msg}")
 
+# %% ../../nbs/09_serving_benchmark.ipynb #d086116c
 def _bench_options(a) -> tuple[Workload, SLO, EngineConfig]:
     "The workload, objectives and engine configuration the options declare; a ValueError names a bad option"
     get = lambda k, default=None: getattr(a, k, default)
@@ -94,26 +105,39 @@ def _bench_options(a) -> tuple[Workload, SLO, EngineConfig]:
             raise ValueError(f"--{opt.replace('_', '-')} must be a positive integer, got {v!r}")
     for opt in ('rate', 'burstiness', 'slo_ttft_ms', 'slo_tpot_ms'):
         v = get(opt)
-        if v is not None and not (v > 0 and math.isfinite(v)): raise ValueError(f"--{opt.replace('_', '-')} must be > 0 and finite, got {v!r}")
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise ValueError(f"--{opt.replace('_', '-')} must be > 0 and finite, got {v!r}")
     if (get('seed') or 0) < 0: raise ValueError(f"--seed must be a non-negative integer, got {get('seed')}")
-    if (get('threads') or 0) > (os.cpu_count() or 1): raise ValueError(f"--threads must be at most {os.cpu_count()}, this machine's CPUs, got {get('threads')}")
+    if (get('threads') or 0) > (os.cpu_count() or 1):
+        raise ValueError(
+            f"--threads must be at most {os.cpu_count()}, this machine's CPUs, got {get('threads')}"
+        )
     engine_choices = [(k, CHOICES[k]) for k in ENGINE_FLAGS if k in CHOICES]     # EngineConfig's values
     choices = [('arrival', ARRIVALS), *engine_choices, ('device', ('cpu', 'cuda'))]
     for opt, allowed in choices:
         v = get(opt)
-        if v is not None and v not in allowed: raise ValueError(f"--{opt} must be one of {', '.join(allowed)}, got {v!r}")
-    if get('device') == 'cuda' and not torch.cuda.is_available(): raise ValueError("--device cuda: no CUDA device is available")
-    if get('model') and not Path(get('model')).is_dir(): raise ValueError(f"--model must be a checkpoint directory, got {get('model')!r}")
+        if v is not None and v not in allowed: raise ValueError(f"--{opt} must be one of "
+                                                                f"{', '.join(allowed)}, got {v!r}")
+    if get('device') == 'cuda' and not torch.cuda.is_available(): raise ValueError("--device cuda: no CUDA "
+                                                                                   "device is available")
+    if get('model') and not Path(get('model')).is_dir(): raise ValueError("--model must be a checkpoint "
+                                                                          f"directory, got {get('model')!r}")
     try: w = workload_from_json(get('workload')) if get('workload') else DEFAULT_WORKLOAD
     except ValueError as e: raise ValueError(f"--workload: {e}") from None
-    w = replace(w, **{k: get(k) for k in ('num_requests', 'rate', 'arrival', 'burstiness', 'seed') if get(k) is not None})
+    w = replace(
+        w,
+        **{
+            k: get(k) for k in ('num_requests', 'rate', 'arrival', 'burstiness', 'seed') if get(k) is not None
+        },
+    )
     try: engine = replace(BENCH_ENGINE, **{k: get(k) for k in ENGINE_FLAGS if get(k) is not None})
     except ValueError as e: raise (_flag_error(e) or e) from None
     return w, SLO(get('slo_ttft_ms', DEFAULT_SLO.ttft_ms), get('slo_tpot_ms', DEFAULT_SLO.tpot_ms)), engine
 
 # %% ../../nbs/09_serving_benchmark.ipynb #b2d7e416
 def _engine_error(e: ValueError, engine: EngineConfig, where: str = '') -> ValueError:
-    "The engine's refusal of its settings as a ValueError naming the option its message starts with, or chapter 00's budget"
+    """The engine's refusal of its settings as a ValueError naming the option its message starts with, or
+    chapter 00's budget"""
     named = _flag_error(e, where)
     if named is not None: return named
     if engine.num_blocks is None:
@@ -122,7 +146,8 @@ def _engine_error(e: ValueError, engine: EngineConfig, where: str = '') -> Value
     return ValueError(f"{where}the engine refuses these settings: {e}")
 
 def _bench_engines(args, engine: EngineConfig):
-    "The model, loaded once; a maker of engines sharing it; the first engine; the ablations' (pool, maker) or None: all built before anything runs"
+    """The model, loaded once; a maker of engines sharing it; the first engine; the ablations' (pool,
+    maker) or None: all built before anything runs"""
     try: model = LLM(getattr(args, 'model', None), num_blocks=1, device=engine.device).model
     except ValueError as e:
         if not getattr(args, 'model', None): raise
@@ -151,14 +176,30 @@ def _request_rows(runs: list[Run]) -> list[dict]:
     for rep, run in enumerate(runs):
         for r in run.records:
             lat = request_latencies(r)
-            rows.append(dict(repetition=rep, index=r.index, prompt_len=r.prompt_len, output_len=r.output_len, arrival_s=r.arrival,
-                             status=r.status, finish_reason=r.finish_reason, ttft_ms=None if lat['ttft'] is None else lat['ttft'] * 1e3,
-                             tpot_ms=None if lat['tpot'] is None else lat['tpot'] * 1e3, e2e_ms=None if lat['e2e'] is None else lat['e2e'] * 1e3,
-                             cached_tokens=r.cached_tokens, preemptions=r.preemptions, shared_prefix=r.shared_prefix, reason=r.reason))
+            rows.append(
+                dict(
+                    repetition=rep,
+                    index=r.index,
+                    prompt_len=r.prompt_len,
+                    output_len=r.output_len,
+                    arrival_s=r.arrival,
+                    status=r.status,
+                    finish_reason=r.finish_reason,
+                    ttft_ms=None if lat['ttft'] is None else lat['ttft'] * 1e3,
+                    tpot_ms=None if lat['tpot'] is None else lat['tpot'] * 1e3,
+                    e2e_ms=None if lat['e2e'] is None else lat['e2e'] * 1e3,
+                    cached_tokens=r.cached_tokens,
+                    preemptions=r.preemptions,
+                    shared_prefix=r.shared_prefix,
+                    reason=r.reason,
+                )
+            )
     return rows
 
+# %% ../../nbs/09_serving_benchmark.ipynb #30822e33
 def run_bench_cli(args) -> dict:
-    "`minipaged bench`: serve a declared workload, print the metrics table, write the results folder; returns the results"
+    """`minipaged bench`: serve a declared workload, print the metrics table, write the results folder;
+    returns the results"""
     import matplotlib; matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     workload, slo, engine = _bench_options(args)
@@ -170,7 +211,8 @@ def run_bench_cli(args) -> dict:
     _, make, llm, ablation = _bench_engines(args, engine)
     reps = getattr(args, 'repetitions', 1)
     from tqdm.auto import tqdm
-    bar = tqdm(total=workload.num_requests * reps, desc='bench', unit='req', disable=getattr(args, 'no_progress', False) or quiet)
+    bar = tqdm(total=workload.num_requests * reps, desc='bench', unit='req',
+               disable=getattr(args, 'no_progress', False) or quiet)
     memory = ProcessMemory(engine.device)
     runs = [serve(llm, workload, memory, bar)]
     if reps > 1: runs += repeat(make, workload, reps - 1, memory=memory, progress=bar)
@@ -180,19 +222,34 @@ def run_bench_cli(args) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     files, skipped = dict(workload=str(out / 'workload.json')), {}
     (out / 'workload.json').write_text(workload_to_json(workload) + '\n')
-    files['metrics_csv'] = _write_csv(out / 'metrics.csv', [dict(repetition=i, **s) for i, s in enumerate(summaries)])
+    files['metrics_csv'] = _write_csv(out / 'metrics.csv',
+                                      [dict(repetition=i, **s) for i, s in enumerate(summaries)])
     files['requests_csv'] = _write_csv(out / 'requests.csv', _request_rows(runs))
     files['steps_csv'] = _write_csv(out / 'steps.csv', run.steps)
-    for stem, (fig, rows) in (('latency_cdf', plot_latency_cdfs({f'repetition {i}': r for i, r in enumerate(runs)})),
-                              ('kv_memory', plot_kv_memory(run)), ('throughput', plot_throughput(run))):
+    for stem, (fig, rows) in (
+        ('latency_cdf', plot_latency_cdfs({f'repetition {i}': r for i, r in enumerate(runs)})),
+        ('kv_memory', plot_kv_memory(run)),
+        ('throughput', plot_throughput(run)),
+    ):
         if rows: files[stem] = write_figure(fig, rows, out, stem)
         else: skipped[stem] = 'no request completed' if stem == 'latency_cdf' else 'no engine step ran'
         plt.close(fig)
-    result = dict(model=getattr(args, 'model', None) or 'tiny random Llama (minipaged.engine.model_config.tiny_config(), seed 0)', workload=asdict(workload),
-                  slo=asdict(slo), config=run.config, summaries=summaries, spread=spread(summaries) if reps > 1 else [],
-                  kv_high_water=high_water_rows(run), chapter01_agreement=chapter01_agreement(run),
-                  process_memory=process_memory_rows(run, llm), memory_measured_with=memory.kind,
-                  by_prompt_len=by_length(run.records, 'prompt_len'), by_output_len=by_length(run.records, 'output_len', edges=(32, 64)), skipped=skipped)
+    result = dict(
+        model=getattr(args, 'model', None)
+        or 'tiny random Llama (minipaged.engine.model_config.tiny_config(), seed 0)',
+        workload=asdict(workload),
+        slo=asdict(slo),
+        config=run.config,
+        summaries=summaries,
+        spread=spread(summaries) if reps > 1 else [],
+        kv_high_water=high_water_rows(run),
+        chapter01_agreement=chapter01_agreement(run),
+        process_memory=process_memory_rows(run, llm),
+        memory_measured_with=memory.kind,
+        by_prompt_len=by_length(run.records, 'prompt_len'),
+        by_output_len=by_length(run.records, 'output_len', edges=(32, 64)),
+        skipped=skipped,
+    )
     if not any(r.status in ('completed', 'cancelled') for x in runs for r in x.records):
         why = next((r.reason for r in run.records if r.reason), run.records[0].status)
         result['error'] = f"every request was rejected ({why}); results written to {out}"
@@ -204,7 +261,9 @@ def run_bench_cli(args) -> dict:
                    disable=getattr(args, 'no_progress', False) or quiet)
         table, _ = run_ablations(abl, burst, configs, slo=slo, progress=bar); bar.close()
         files['ablations_csv'] = _write_csv(out / 'ablations.csv', table)
-        fig, rows = plot_ablations(table); files['ablations'] = write_figure(fig, rows, out, 'ablations'); plt.close(fig)
+        fig, rows = plot_ablations(table)
+        files['ablations'] = write_figure(fig, rows, out, 'ablations')
+        plt.close(fig)
         result['ablations'] = dict(pool_slots=pool, requests=n, table=table)
     result['files'] = files
     (out / 'summary.json').write_text(json.dumps(result, indent=2, default=str) + '\n')
@@ -213,26 +272,82 @@ def run_bench_cli(args) -> dict:
     return result
 
 # %% ../../nbs/09_serving_benchmark.ipynb #f338be02
-BENCH_COLUMNS = ('completed', 'cancelled', 'rejected', 'failed', 'duration_s', 'request_throughput', 'output_throughput', 'goodput', 'slo_attainment',
-                 'ttft_median_ms', 'ttft_p99_ms', 'tpot_median_ms', 'tpot_p99_ms', 'itl_p99_ms', 'e2e_median_ms', 'max_running', 'preemptions', 'limited_by')
+BENCH_COLUMNS = ('completed', 'cancelled', 'rejected', 'failed', 'duration_s', 'request_throughput',
+                 'output_throughput', 'goodput', 'slo_attainment', 'ttft_median_ms', 'ttft_p99_ms',
+                 'tpot_median_ms', 'tpot_p99_ms', 'itl_p99_ms', 'e2e_median_ms', 'max_running', 'preemptions',
+                 'limited_by')
 
 def _cells(d: dict, keys) -> dict:
     return {k: (round(d[k], 2) if isinstance(d[k], float) and d[k] > 1 else d[k]) for k in keys if k in d}
 
+# %% ../../nbs/09_serving_benchmark.ipynb #81897aee
 def print_bench(result: dict) -> None:
-    "The metrics table of a `run_bench_cli` result, then the KV high-water breakdown, and where the files are (and which figures were skipped)"
+    """The metrics table of a `run_bench_cli` result, then the KV high-water breakdown, and where the files
+    are (and which figures were skipped)"""
     c = result['config']
-    print(f"{result['model']} on {c['device']}: {c['allocator']} B={c['block_size']}, {c['num_blocks']} blocks, max_num_seqs {c['max_num_seqs']}, "
-          f"{c['max_num_batched_tokens']} tokens/step; {result['workload']['num_requests']} requests, {result['workload']['arrival']} at "
-          f"{result['workload']['rate']}/s; SLO {result['slo']}")
-    print(format_rows([dict(repetition=i, **_cells(s, BENCH_COLUMNS)) for i, s in enumerate(result['summaries'])]))
+    print(
+        f"{result['model']} on {c['device']}: {c['allocator']} B={c['block_size']}, {c['num_blocks']} "
+        f"blocks, max_num_seqs {c['max_num_seqs']}, "
+        f"{c['max_num_batched_tokens']} tokens/step; {result['workload']['num_requests']} requests, "
+        f"{result['workload']['arrival']} at "
+        f"{result['workload']['rate']}/s; SLO {result['slo']}"
+    )
+    print(
+        format_rows(
+            [dict(repetition=i, **_cells(s, BENCH_COLUMNS)) for i, s in enumerate(result['summaries'])]
+        )
+    )
     if result['spread']: print(format_rows([_cells(r, r) for r in result['spread']]))
     print('\nKV high-water mark:')
-    print(format_rows([dict(term=r['term'], slots=r['slots'], bytes=fmt_bytes(r['bytes']), share_of_pool=r['share_of_pool']) for r in result['kv_high_water']]))
+    print(
+        format_rows(
+            [
+                dict(
+                    term=r['term'],
+                    slots=r['slots'],
+                    bytes=fmt_bytes(r['bytes']),
+                    share_of_pool=r['share_of_pool'],
+                )
+                for r in result['kv_high_water']
+            ]
+        )
+    )
     if 'ablations' in result:
         print('\nablations:')
-        print(format_rows([_cells(r, ('config', 'changed', 'limited_by', 'completed', 'rejected', 'max_running', 'mean_waste_per_seq',
-                                      'ttft_median_ms', 'itl_p99_ms', 'output_throughput', 'largest_effect')) for r in result['ablations']['table']]))
-    print(f"\nwrote {Path(result['files']['summary']).parent}/: " + ', '.join(sorted({Path(p).name for f in result['files'].values()
-                                                                                      for p in (f.values() if isinstance(f, dict) else [f])})))
-    if result.get('skipped'): print('skipped ' + ', '.join(f"{k}.png ({why})" for k, why in result['skipped'].items()))
+        print(
+            format_rows(
+                [
+                    _cells(
+                        r,
+                        (
+                            'config',
+                            'changed',
+                            'limited_by',
+                            'completed',
+                            'rejected',
+                            'max_running',
+                            'mean_waste_per_seq',
+                            'ttft_median_ms',
+                            'itl_p99_ms',
+                            'output_throughput',
+                            'largest_effect',
+                        ),
+                    )
+                    for r in result['ablations']['table']
+                ]
+            )
+        )
+    print(
+        f"\nwrote {Path(result['files']['summary']).parent}/: "
+        + ', '.join(
+            sorted(
+                {
+                    Path(p).name
+                    for f in result['files'].values()
+                    for p in (f.values() if isinstance(f, dict) else [f])
+                }
+            )
+        )
+    )
+    if result.get('skipped'):
+        print('skipped ' + ', '.join(f"{k}.png ({why})" for k, why in result['skipped'].items()))

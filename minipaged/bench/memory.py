@@ -14,7 +14,8 @@ from ..engine.llm import LLM
 
 # %% ../../nbs/09_serving_benchmark.ipynb #f754434a
 def kv_breakdown(llm: LLM, with_lengths: bool = False) -> dict:
-    "The KV pool now, in token slots: useful, wasted, cached, free, stranded (they sum to the pool); blocks saved by sharing; block-table bytes"
+    """The KV pool now, in token slots: useful, wasted, cached, free, stranded (they sum to the pool);
+    blocks saved by sharing; block-table bytes"""
     bm = llm.block_manager; B = bm.block_size
     reserved = isinstance(bm, ReservationManager)
     fill, holders, owners, lengths, entries = {}, Counter(), defaultdict(set), [], 0
@@ -25,23 +26,32 @@ def kv_breakdown(llm: LLM, with_lengths: bool = False) -> dict:
             fill[b] = max(fill.get(b, 0), min(B, max(0, n - i * B)))
             holders[b] += 1; owners[b].add(sid[0])
     useful = sum(fill.values())
-    out = dict(useful=useful, wasted=len(fill) * B - useful, cached=bm.num_cached_blocks * B, free=bm.num_free_blocks * B,
+    out = dict(useful=useful, wasted=len(fill) * B - useful, cached=bm.num_cached_blocks * B,
+               free=bm.num_free_blocks * B,
                stranded=(bm.num_blocks - bm.num_regions * bm.reservation) * B if reserved else 0,
-               saved_prefix=sum(len(o) - 1 for o in owners.values()) * B, saved_fork=sum(holders[b] - len(owners[b]) for b in holders) * B,
+               saved_prefix=sum(len(o) - 1 for o in owners.values()) * B,
+               saved_fork=sum(holders[b] - len(owners[b]) for b in holders) * B,
                table_bytes=0 if reserved else entries * 4, used_blocks=len(fill), sequences=len(lengths))
     if with_lengths: out['lengths'] = lengths
     return out
 
 def check_memory_identity(snap: dict, llm: LLM) -> None:
-    "Assert the memory identity: useful + wasted + cached + free + stranded = the pool, and the tables agree with the manager's count"
+    """Assert the memory identity: useful + wasted + cached + free + stranded = the pool, and the tables
+    agree with the manager's count"""
     bm = llm.block_manager
     total = snap['useful'] + snap['wasted'] + snap['cached'] + snap['free'] + snap['stranded']
-    assert total == bm.num_blocks * bm.block_size, f"memory identity broken: the terms sum to {total} slots, the pool holds {bm.num_blocks * bm.block_size}"
-    assert snap['used_blocks'] == bm.num_used_blocks, f"the block tables hold {snap['used_blocks']} blocks, the manager counts {bm.num_used_blocks}"
+    assert total == bm.num_blocks * bm.block_size, (
+        f"memory identity broken: the terms sum to {total} slots, the pool holds "
+        f"{bm.num_blocks * bm.block_size}"
+    )
+    assert snap['used_blocks'] == bm.num_used_blocks, (
+        f"the block tables hold {snap['used_blocks']} blocks, the manager counts {bm.num_used_blocks}"
+    )
 
 # %% ../../nbs/09_serving_benchmark.ipynb #26c5df9d
 class ProcessMemory:
-    "Current and peak-since-reset memory of this process: torch's allocator on a GPU, the resident set (VmRSS, VmHWM) on Linux"
+    """Current and peak-since-reset memory of this process: torch's allocator on a GPU, the resident set
+    (VmRSS, VmHWM) on Linux"""
     def __init__(self, device='cpu'):
         self.device = torch.device(device)
         self.cuda = self.device.type == 'cuda'
@@ -70,8 +80,11 @@ class ProcessMemory:
         return self._status('VmHWM:') if self.available else None
 
 def follow_live_memory() -> bool:
-    "Fix glibc's mmap and trim thresholds at 128 KiB so the resident set follows live bytes; False where there is no glibc"
+    """Fix glibc's mmap and trim thresholds at 128 KiB so the resident set follows live bytes; False where
+    there is no glibc"""
     try: libc = ctypes.CDLL('libc.so.6')
     except OSError: return False
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    return bool(libc.mallopt(M_MMAP_THRESHOLD, 128 * 1024)) and bool(libc.mallopt(M_TRIM_THRESHOLD, 128 * 1024))
+    return bool(libc.mallopt(M_MMAP_THRESHOLD, 128 * 1024)) and bool(
+        libc.mallopt(M_TRIM_THRESHOLD, 128 * 1024)
+    )

@@ -32,7 +32,8 @@ def request_latencies(r: RequestRecord) -> dict:
     "TTFT, TPOT (None for a single token), E2E and the inter-token gaps of one record, in seconds"
     if not r.token_times: return dict(ttft=None, tpot=None, e2e=None, itl=[])
     ttft, e2e, n = r.token_times[0] - r.arrival, r.token_times[-1] - r.arrival, len(r.token_times)
-    return dict(ttft=ttft, tpot=(e2e - ttft) / (n - 1) if n > 1 else None, e2e=e2e, itl=np.diff(r.token_times).tolist())
+    return dict(ttft=ttft, tpot=(e2e - ttft) / (n - 1) if n > 1 else None, e2e=e2e,
+                itl=np.diff(r.token_times).tolist())
 
 # %% ../../nbs/09_serving_benchmark.ipynb #93571484
 @dataclass(frozen=True)
@@ -53,13 +54,15 @@ def meets_slo(r: RequestRecord, slo: SLO) -> bool:
 STATUSES = ('completed', 'cancelled', 'rejected', 'failed')
 
 def summarize(records: list[RequestRecord], duration: float, slo: SLO = SLO()) -> dict:
-    "Counts by status, throughputs, goodput under `slo`, and the four latency distributions (ms) of the completed requests"
+    """Counts by status, throughputs, goodput under `slo`, and the four latency distributions (ms) of the
+    completed requests"""
     if not duration > 0: raise ValueError(f"duration must be > 0 seconds, got {duration}")
     done = [r for r in records if r.status == 'completed']
     lats = [request_latencies(r) for r in done]
     good = sum(meets_slo(r, slo) for r in done)
-    out = dict(submitted=len(records), **{s: sum(r.status == s for r in records) for s in STATUSES}, duration_s=duration,
-               request_throughput=len(done) / duration, output_throughput=sum(r.output_len for r in done) / duration,
+    out = dict(submitted=len(records), **{s: sum(r.status == s for r in records) for s in STATUSES},
+               duration_s=duration, request_throughput=len(done) / duration,
+               output_throughput=sum(r.output_len for r in done) / duration,
                total_token_throughput=sum(r.prompt_len + r.output_len for r in done) / duration,
                goodput=good / duration, slo_attainment=good / len(records) if records else None)
     for name in ('ttft', 'tpot', 'itl', 'e2e'):
@@ -69,11 +72,15 @@ def summarize(records: list[RequestRecord], duration: float, slo: SLO = SLO()) -
 
 # %% ../../nbs/09_serving_benchmark.ipynb #306c1590
 def by_length(records: list[RequestRecord], key: str = 'prompt_len', edges=(64, 128, 256)) -> list[dict]:
-    "Latency medians and p90s of completed requests in buckets of `key` ('prompt_len' or 'output_len') split at `edges`"
-    if key not in ('prompt_len', 'output_len'): raise ValueError(f"key must be 'prompt_len' or 'output_len', got {key!r}")
+    """Latency medians and p90s of completed requests in buckets of `key` ('prompt_len' or 'output_len')
+    split at `edges`"""
+    if key not in ('prompt_len', 'output_len'): raise ValueError("key must be 'prompt_len' or 'output_len', "
+                                                                 f"got {key!r}")
     bounds, rows = [0, *edges, math.inf], []
     for lo, hi in zip(bounds, bounds[1:]):
-        group = [request_latencies(r) for r in records if r.status == 'completed' and lo < getattr(r, key) <= hi]
+        group = [
+            request_latencies(r) for r in records if r.status == 'completed' and lo < getattr(r, key) <= hi
+        ]
         if not group: continue
         row = {key: f"{lo + 1}-{hi}" if hi < math.inf else f">{lo}", 'requests': len(group)}
         for name in ('ttft', 'tpot', 'e2e'):

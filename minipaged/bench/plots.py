@@ -24,35 +24,59 @@ def plot_latency_cdfs(runs: dict):
     for name, run in runs.items():
         lats = [request_latencies(r) for r in run.records if r.status == 'completed']
         for ax, metric in zip(axes, ('ttft', 'tpot', 'itl', 'e2e')):
-            xs = np.sort([x * 1e3 for l in lats for x in (l['itl'] if metric == 'itl' else [l[metric]]) if x is not None])
+            xs = np.sort(
+                [
+                    x * 1e3
+                    for l in lats
+                    for x in (l['itl'] if metric == 'itl' else [l[metric]])
+                    if x is not None
+                ]
+            )
             if not xs.size: continue
             ax.plot(xs, np.arange(1, xs.size + 1) / xs.size, label=name)
-            rows += [dict(run=name, metric=metric, quantile=q / 100, ms=float(np.percentile(xs, q))) for q in range(0, 101, 5)]
-    for ax, title in zip(axes, ('time to first token', 'time per output token', 'inter-token latency', 'end-to-end latency')):
+            rows += [
+                dict(run=name, metric=metric, quantile=q / 100, ms=float(np.percentile(xs, q)))
+                for q in range(0, 101, 5)
+            ]
+    for ax, title in zip(
+        axes, ('time to first token', 'time per output token', 'inter-token latency', 'end-to-end latency')
+    ):
         ax.set(xscale='log', xlabel='ms', title=title); ax.grid(alpha=.3); _plain_log_ticks(ax.xaxis)
     axes[0].set_ylabel('fraction')
     if axes[0].lines: axes[0].legend(fontsize=8)
     fig.tight_layout()
     return fig, rows
 
+# %% ../../nbs/09_serving_benchmark.ipynb #eb2bde5c
 def plot_kv_memory(run: Run):
     "The KV pool over time, term by term (MiB), with the blocks sharing saved; returns (fig, rows)"
     import matplotlib.pyplot as plt
     per = run.config['kv_bytes_per_token'] / MiB
     terms = ('useful', 'wasted', 'cached', 'free', 'stranded')
-    rows = [dict(t=x['t'], **{f'{k}_mib': x[k] * per for k in terms + ('saved_prefix', 'saved_fork')}, running=x.get('running', 0)) for x in run.steps]
+    rows = [
+        dict(
+            t=x['t'],
+            **{f'{k}_mib': x[k] * per for k in terms + ('saved_prefix', 'saved_fork')},
+            running=x.get('running', 0),
+        )
+        for x in run.steps
+    ]
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     ax.stackplot([r['t'] for r in rows], *[[r[f'{k}_mib'] for r in rows] for k in terms], labels=terms,
                  colors=['#2b7bba', '#e6550d', '#9e9ac8', '#e0e0e0', '#636363'], step='post')
-    ax.plot([r['t'] for r in rows], [r['useful_mib'] + r['wasted_mib'] + r['saved_prefix_mib'] + r['saved_fork_mib'] for r in rows],
+    ax.plot([r['t'] for r in rows],
+            [r['useful_mib'] + r['wasted_mib'] + r['saved_prefix_mib'] + r['saved_fork_mib'] for r in rows],
             'k--', lw=1, label='held without sharing', drawstyle='steps-post')
-    ax.set(xlabel='seconds since start', ylabel='KV pool (MiB)', title=f"KV pool, {run.config['allocator']} B={run.config['block_size']}")
+    ax.set(xlabel='seconds since start', ylabel='KV pool (MiB)',
+           title=f"KV pool, {run.config['allocator']} B={run.config['block_size']}")
     ax.legend(fontsize=7, loc='upper right', ncol=2); ax.grid(alpha=.3)
     fig.tight_layout()
     return fig, rows
 
+# %% ../../nbs/09_serving_benchmark.ipynb #9bbb2a2d
 def plot_throughput(run: Run, bin_s: float = 0.25):
-    "Output tokens per second and completed requests in bins of `bin_s` seconds, with the mean running requests; returns (fig, rows)"
+    """Output tokens per second and completed requests in bins of `bin_s` seconds, with the mean running
+    requests; returns (fig, rows)"""
     import matplotlib.pyplot as plt
     edges = np.arange(0, run.duration + bin_s, bin_s)
     t, tok, run_n = (np.array([x[k] for x in run.steps]) for k in ('t', 'new_tokens', 'running'))
@@ -60,12 +84,21 @@ def plot_throughput(run: Run, bin_s: float = 0.25):
     rows = []
     for lo, hi in zip(edges, edges[1:]):
         m = (t >= lo) & (t < hi)
-        rows.append(dict(t=float(lo), output_tokens_per_s=float(tok[m].sum() / bin_s), completed_per_s=float(((fin >= lo) & (fin < hi)).sum() / bin_s),
-                         mean_running=float(run_n[m].mean()) if m.any() else 0.0))
+        rows.append(
+            dict(
+                t=float(lo),
+                output_tokens_per_s=float(tok[m].sum() / bin_s),
+                completed_per_s=float(((fin >= lo) & (fin < hi)).sum() / bin_s),
+                mean_running=float(run_n[m].mean()) if m.any() else 0.0,
+            )
+        )
     fig, ax = plt.subplots(figsize=(7.5, 3.4)); ax2 = ax.twinx()
-    ax.step([r['t'] for r in rows], [r['output_tokens_per_s'] for r in rows], where='post', label='output tokens/s')
-    ax2.step([r['t'] for r in rows], [r['mean_running'] for r in rows], where='post', color='C1', label='running requests')
-    ax.set(xlabel='seconds since start', ylabel='output tokens / s', title='Throughput over time'); ax2.set_ylabel('running requests')
+    ax.step([r['t'] for r in rows], [r['output_tokens_per_s'] for r in rows], where='post',
+            label='output tokens/s')
+    ax2.step([r['t'] for r in rows], [r['mean_running'] for r in rows], where='post', color='C1',
+             label='running requests')
+    ax.set(xlabel='seconds since start', ylabel='output tokens / s', title='Throughput over time')
+    ax2.set_ylabel('running requests')
     lines = ax.get_lines() + ax2.get_lines()
     ax.legend(lines, [l.get_label() for l in lines], loc='lower center', fontsize=8); ax.grid(alpha=.3)
     fig.tight_layout()
@@ -75,13 +108,19 @@ def plot_throughput(run: Run, bin_s: float = 0.25):
 def plot_ablations(table: list[dict]):
     "Bars of concurrency, waste, TTFT, ITL tail and throughput for each ablation row; returns (fig, rows)"
     import matplotlib.pyplot as plt
-    panels = (('max_running', 'most requests running at once'), ('mean_waste_per_seq', 'mean wasted slots per sequence'),
-              ('ttft_median_ms', 'median TTFT (ms)'), ('itl_p99_ms', 'p99 inter-token latency (ms)'), ('output_throughput', 'output tokens / s'))
+    panels = (('max_running', 'most requests running at once'),
+              ('mean_waste_per_seq', 'mean wasted slots per sequence'),
+              ('ttft_median_ms', 'median TTFT (ms)'), ('itl_p99_ms', 'p99 inter-token latency (ms)'),
+              ('output_throughput', 'output tokens / s'))
     fig, axes = plt.subplots(1, len(panels), figsize=(17, 3.8), sharey=True)
     names = [r['config'] for r in table]
     for ax, (k, title) in zip(axes, panels):
-        ax.barh(names, [r[k] or 0 for r in table], color=['C7' if r['changed'] == '-' else 'C0' for r in table])
+        ax.barh(names, [r[k] or 0 for r in table],
+                color=['C7' if r['changed'] == '-' else 'C0' for r in table])
         ax.set_title(title, fontsize=9); ax.grid(alpha=.3, axis='x')
         if k in ('mean_waste_per_seq', 'ttft_median_ms'): ax.set_xscale('log'); _plain_log_ticks(ax.xaxis)
     axes[0].invert_yaxis(); fig.tight_layout()
-    return fig, [{k: r[k] for k in ('config', 'changed', 'limited_by', 'largest_effect') + tuple(k for k, _ in panels)} for r in table]
+    return fig, [
+        {k: r[k] for k in ('config', 'changed', 'limited_by', 'largest_effect') + tuple(k for k, _ in panels)}
+        for r in table
+    ]

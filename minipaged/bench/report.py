@@ -16,14 +16,22 @@ def high_water_rows(run: Run) -> list[dict]:
     "The KV high-water snapshot of `run` term by term, in slots, bytes and share of the pool"
     hw, cfg = run.high_water, run.config
     per, pool = cfg['kv_bytes_per_token'], cfg['num_blocks'] * cfg['block_size']
-    terms = [('useful KV', 'useful'), ('wasted (page tails / reservation)', 'wasted'), ('cached, unreferenced', 'cached'), ('free', 'free'),
-             ('stranded', 'stranded'), ('saved by prefix sharing', 'saved_prefix'), ('saved by fork / copy-on-write', 'saved_fork')]
-    rows = [dict(term=t, slots=hw.get(k, 0), bytes=hw.get(k, 0) * per, share_of_pool=hw.get(k, 0) / pool) for t, k in terms]   # 0: no step ran
-    return rows + [dict(term='block tables (int32 entries)', slots=0, bytes=hw.get('table_bytes', 0), share_of_pool=0.0)]
+    terms = [('useful KV', 'useful'), ('wasted (page tails / reservation)', 'wasted'),
+             ('cached, unreferenced', 'cached'), ('free', 'free'), ('stranded', 'stranded'),
+             ('saved by prefix sharing', 'saved_prefix'), ('saved by fork / copy-on-write', 'saved_fork')]
+    # 0: no step ran
+    rows = [
+        dict(term=t, slots=hw.get(k, 0), bytes=hw.get(k, 0) * per, share_of_pool=hw.get(k, 0) / pool)
+        for t, k in terms
+    ]
+    return rows + [
+        dict(term='block tables (int32 entries)', slots=0, bytes=hw.get('table_bytes', 0), share_of_pool=0.0)
+    ]
 
 # %% ../../nbs/09_serving_benchmark.ipynb #98cb0802
 def chapter01_agreement(run: Run) -> list[dict]:
-    "Measured high-water allocation, waste and block-table bytes beside chapter 01's `compare_allocation` for the same lengths ([] if none were held)"
+    """Measured high-water allocation, waste and block-table bytes beside chapter 01's `compare_allocation`
+    for the same lengths ([] if none were held)"""
     hw, cfg = run.high_water, run.config
     if not hw.get('lengths'): return []
     B, paged = cfg['block_size'], cfg['allocator'] == 'paged'
@@ -31,34 +39,76 @@ def chapter01_agreement(run: Run) -> list[dict]:
     ref = compare_allocation(hw['lengths'], [B] if paged else [], reserve=None if paged else reserve)[0]
     unshared = hw['used_blocks'] * B + hw['saved_prefix'] + hw['saved_fork']
     return [dict(quantity='allocated slots, unshared', measured=unshared, chapter01=ref['allocated']),
-            dict(quantity='useful slots, unshared', measured=hw['useful'] + hw['saved_prefix'], chapter01=ref['useful']),
+            dict(quantity='useful slots, unshared', measured=hw['useful'] + hw['saved_prefix'],
+                 chapter01=ref['useful']),
             dict(quantity='wasted slots', measured=hw['wasted'], chapter01=ref['wasted']),
             dict(quantity='block-table bytes', measured=hw['table_bytes'], chapter01=ref['table_bytes'])]
 
 # %% ../../nbs/09_serving_benchmark.ipynb #483a943c
 def padded_scores_bytes(step: dict, num_q_heads: int) -> int:
-    "Bytes of one layer's float32 scores in `step`: decodes one query row each, prefills padded to the longest query; all to the longest context"
+    """Bytes of one layer's float32 scores in `step`: decodes one query row each, prefills padded to the
+    longest query; all to the longest context"""
     decodes = step.get('decodes', 0)
     return ((step['seqs'] - decodes) * step['max_q'] + decodes) * num_q_heads * step['max_context'] * 4
 
+# %% ../../nbs/09_serving_benchmark.ipynb #3e545f91
 def process_memory_rows(run: Run, llm: LLM) -> list[dict]:
-    "Measured weights, KV pool, baseline, gather workspace and the largest prefill and decode step peaks beside chapter 00's predictions"
+    """Measured weights, KV pool, baseline, gather workspace and the largest prefill and decode step peaks
+    beside chapter 00's predictions"""
     shape, st, cfg = llm.config.shape, run.steps, run.config
     weights = sum(p.numel() * p.element_size() for p in llm.model.parameters())
     pool = sum(t.numel() * t.element_size() for kv in llm.kv_caches for t in kv)
-    rows = [dict(term='weights', measured=weights, chapter00=weight_bytes(shape), padded_scores=None, how='parameter tensors'),
-            dict(term='KV pool (allocated at start)', measured=pool, chapter00=cfg['num_blocks'] * cfg['block_size'] * shape.kv_bytes_per_token,
-                 padded_scores=None, how='cache tensors'),
-            dict(term='process baseline', measured=run.memory_baseline, chapter00=None, padded_scores=None, how='interpreter + torch + weights + pool, before the clock')]
+    rows = [
+        dict(
+            term='weights',
+            measured=weights,
+            chapter00=weight_bytes(shape),
+            padded_scores=None,
+            how='parameter tensors',
+        ),
+        dict(
+            term='KV pool (allocated at start)',
+            measured=pool,
+            chapter00=cfg['num_blocks'] * cfg['block_size'] * shape.kv_bytes_per_token,
+            padded_scores=None,
+            how='cache tensors',
+        ),
+        dict(
+            term='process baseline',
+            measured=run.memory_baseline,
+            chapter00=None,
+            padded_scores=None,
+            how='interpreter + torch + weights + pool, before the clock',
+        ),
+    ]
     ws = llm.backend.workspace
     if ws is not None and ws.k is not None:
-        rows.append(dict(term='gather workspace (kept)', measured=2 * ws.k.numel() * ws.k.element_size(), chapter00=llm.workspace_bytes,
-                         padded_scores=None, how='buffers after the run; chapter00: their bound, the budget\'s workspace term'))
+        rows.append(
+            dict(
+                term='gather workspace (kept)',
+                measured=2 * ws.k.numel() * ws.k.element_size(),
+                chapter00=llm.workspace_bytes,
+                padded_scores=None,
+                how='buffers after the run; chapter00: their bound, the budget\'s workspace term',
+            )
+        )
     for phase in ('prefill', 'decode'):
-        steps = [x for x in st if x.get('rss_peak') is not None and x.get('seqs') and (x['prefill_tokens'] > 0) == (phase == 'prefill')]
+        steps = [
+            x
+            for x in st
+            if x.get('rss_peak') is not None
+            and x.get('seqs')
+            and (x['prefill_tokens'] > 0) == (phase == 'prefill')
+        ]
         if not steps: continue
         top = max(steps, key=lambda x: x['rss_peak'] - x['rss_before'])
-        rows.append(dict(term=f'largest {phase} step: peak over its start', measured=top['rss_peak'] - top['rss_before'],
-                         chapter00=prefill_activation_bytes(shape, top['tokens'], top['seqs']), padded_scores=padded_scores_bytes(top, shape.num_q_heads),
-                         how=f"{top['tokens']} tokens of {top['seqs']} sequences"))
+        rows.append(
+            dict(
+                term=f'largest {phase} step: peak over its start',
+                measured=top['rss_peak'] - top['rss_before'],
+                chapter00=prefill_activation_bytes(shape, top['tokens'], top['seqs']),
+                padded_scores=padded_scores_bytes(top, shape.num_q_heads),
+                how=f"{top['tokens']} tokens of {top['seqs']} sequences",
+            )
+        )
     return rows

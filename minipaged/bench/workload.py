@@ -17,7 +17,8 @@ LENGTH_KINDS = ('fixed', 'uniform', 'lognormal', 'trace')
 
 @dataclass(frozen=True)
 class LengthDist:
-    "A declared distribution of token lengths: fixed, uniform on [low, high], lognormal (median, sigma) clipped to [low, high], or a trace"
+    """A declared distribution of token lengths: fixed, uniform on [low, high], lognormal (median, sigma)
+    clipped to [low, high], or a trace"""
     kind: str = 'fixed'
     value: int = 64                  # fixed
     low: int = 1                     # uniform bounds; lognormal clip
@@ -27,14 +28,17 @@ class LengthDist:
     values: tuple[int, ...] = ()     # trace, replayed in order
 
     def __post_init__(self):
-        if self.kind not in LENGTH_KINDS: raise ValueError(f"kind must be one of {', '.join(LENGTH_KINDS)}, got {self.kind!r}")
+        if self.kind not in LENGTH_KINDS: raise ValueError(f"kind must be one of {', '.join(LENGTH_KINDS)}, "
+                                                           f"got {self.kind!r}")
         object.__setattr__(self, 'values', tuple(int(v) for v in self.values))
         if self.kind == 'fixed': check_positive('value', self.value)
         if self.kind in ('uniform', 'lognormal'):
             check_positive('low', self.low); check_positive('high', self.high)
-            if self.low > self.high: raise ValueError(f"low must be <= high, got low={self.low}, high={self.high}")
+            if self.low > self.high: raise ValueError(f"low must be <= high, got low={self.low}, "
+                                                      f"high={self.high}")
         if self.kind == 'lognormal' and not (self.median > 0 and self.sigma >= 0):
-            raise ValueError(f"median must be > 0 and sigma >= 0, got median={self.median}, sigma={self.sigma}")
+            raise ValueError(f"median must be > 0 and sigma >= 0, got median={self.median}, "
+                             f"sigma={self.sigma}")
         if self.kind == 'trace':
             if not self.values: raise ValueError("values must hold at least one length for a trace")
             for v in self.values: check_positive('trace length', v)
@@ -52,7 +56,8 @@ def sample_lengths(dist: LengthDist, n: int, rng: np.random.Generator) -> list[i
 
 # %% ../../nbs/09_serving_benchmark.ipynb #3930b5bb
 def lengths_from_trace(path, column: str = 'prompt_len') -> LengthDist:
-    "A trace `LengthDist` read from a JSON list (of ints or objects) or a CSV with a header; `column` names the field"
+    """A trace `LengthDist` read from a JSON list (of ints or objects) or a CSV with a header; `column`
+    names the field"""
     path = Path(path)
     try: text = path.read_text()
     except FileNotFoundError: raise ValueError(f"trace: no such file {path}") from None
@@ -70,21 +75,27 @@ def lengths_from_trace(path, column: str = 'prompt_len') -> LengthDist:
 # %% ../../nbs/09_serving_benchmark.ipynb #f30cdbab
 ARRIVALS = ('all_at_once', 'poisson', 'gamma')
 
-def arrival_times(n: int, arrival: str = 'poisson', rate: float = 1.0, burstiness: float = 1.0, rng: np.random.Generator | None = None) -> list[float]:
-    "Arrival offsets in seconds of `n` requests: all at once, Poisson at `rate`, or gamma gaps with `burstiness` (shape)"
+def arrival_times(n: int, arrival: str = 'poisson', rate: float = 1.0, burstiness: float = 1.0,
+                  rng: np.random.Generator | None = None) -> list[float]:
+    """Arrival offsets in seconds of `n` requests: all at once, Poisson at `rate`, or gamma gaps with
+    `burstiness` (shape)"""
     check_positive('n', n)
-    if arrival not in ARRIVALS: raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {arrival!r}")
+    if arrival not in ARRIVALS: raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got "
+                                                 f"{arrival!r}")
     if arrival == 'all_at_once': return [0.0] * n
-    if not (rate > 0 and math.isfinite(rate)): raise ValueError(f"rate must be > 0 requests per second and finite, got {rate}")
+    if not (rate > 0 and math.isfinite(rate)): raise ValueError("rate must be > 0 requests per second and "
+                                                                f"finite, got {rate}")
     shape = 1.0 if arrival == 'poisson' else burstiness
-    if not (shape > 0 and math.isfinite(shape)): raise ValueError(f"burstiness must be > 0 and finite, got {burstiness}")
+    if not (shape > 0 and math.isfinite(shape)): raise ValueError("burstiness must be > 0 and finite, got "
+                                                                  f"{burstiness}")
     gaps = (rng or np.random.default_rng()).gamma(shape, 1.0 / (rate * shape), size=n - 1)
     return [0.0] + np.cumsum(gaps).tolist()
 
 # %% ../../nbs/09_serving_benchmark.ipynb #bc48ddfa
 @dataclass(frozen=True)
 class Workload:
-    "A declared, seeded serving workload: arrivals, prompt and output lengths, a shared prefix, the stop rule, cancellations"
+    """A declared, seeded serving workload: arrivals, prompt and output lengths, a shared prefix, the stop
+    rule, cancellations"""
     num_requests: int = 64
     arrival: str = 'poisson'
     rate: float = 8.0                         # requests per second (poisson, gamma)
@@ -101,10 +112,12 @@ class Workload:
 
     def __post_init__(self):
         check_positive('num_requests', self.num_requests)
-        if self.arrival not in ARRIVALS: raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
+        if self.arrival not in ARRIVALS: raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, "
+                                                          f"got {self.arrival!r}")
         if self.arrival != 'all_at_once' and not (self.rate > 0 and math.isfinite(self.rate)):
             raise ValueError(f"rate must be > 0 requests per second and finite, got {self.rate}")
-        if not (self.burstiness > 0 and math.isfinite(self.burstiness)): raise ValueError(f"burstiness must be > 0 and finite, got {self.burstiness}")
+        if not (self.burstiness > 0 and math.isfinite(self.burstiness)):
+            raise ValueError(f"burstiness must be > 0 and finite, got {self.burstiness}")
         for k in ('prompt_len', 'output_len'):
             v = getattr(self, k)
             if isinstance(v, dict):                                                  # from JSON
@@ -112,22 +125,30 @@ class Workload:
                 except ValueError as e: raise ValueError(f"{k}: {e}") from None
             elif not isinstance(v, LengthDist): raise ValueError(f"{k} must be a LengthDist, got {v!r}")
         for k in ('shared_prefix_frac', 'cancel_frac'):
-            if not 0 <= getattr(self, k) <= 1: raise ValueError(f"{k} must be in [0, 1], got {getattr(self, k)}")
-        if self.shared_prefix_len < 0: raise ValueError(f"shared_prefix_len must be >= 0, got {self.shared_prefix_len}")
-        if self.shared_prefix_frac > 0 and self.shared_prefix_len == 0: raise ValueError("shared_prefix_len must be > 0 when shared_prefix_frac > 0")
-        if not self.cancel_after >= 0: raise ValueError(f"cancel_after must be >= 0 seconds, got {self.cancel_after}")
+            if not 0 <= getattr(self, k) <= 1: raise ValueError(f"{k} must be in [0, 1], got "
+                                                                f"{getattr(self, k)}")
+        if self.shared_prefix_len < 0: raise ValueError("shared_prefix_len must be >= 0, got "
+                                                        f"{self.shared_prefix_len}")
+        if self.shared_prefix_frac > 0 and self.shared_prefix_len == 0:
+            raise ValueError("shared_prefix_len must be > 0 when shared_prefix_frac > 0")
+        if not self.cancel_after >= 0: raise ValueError("cancel_after must be >= 0 seconds, got "
+                                                        f"{self.cancel_after}")
         if not self.temperature >= 0: raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0: raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
 
 # %% ../../nbs/09_serving_benchmark.ipynb #94acb827
 def workload_to_json(w: Workload) -> str:
     "The workload as JSON (every field, the length distributions included)"
     return json.dumps(asdict(w), indent=2)
 
-_WORKLOAD_JSON = dict(num_requests=int, arrival=str, rate=float, burstiness=float, prompt_len=dict, output_len=dict, shared_prefix_frac=float,
-                      shared_prefix_len=int, stop_token_id=(int, None), cancel_frac=float, cancel_after=float, temperature=float, seed=int)
+_WORKLOAD_JSON = dict(num_requests=int, arrival=str, rate=float, burstiness=float, prompt_len=dict,
+                      output_len=dict, shared_prefix_frac=float, shared_prefix_len=int,
+                      stop_token_id=(int, None), cancel_frac=float, cancel_after=float, temperature=float,
+                      seed=int)
 _LENGTH_JSON = dict(kind=str, value=int, low=int, high=int, median=float, sigma=float, values=list)
-_JSON_KINDS = {int: 'an integer', float: 'a finite number', str: 'a string', dict: 'an object', list: 'a list of integers', (int, None): 'an integer or null'}
+_JSON_KINDS = {int: 'an integer', float: 'a finite number', str: 'a string', dict: 'an object',
+               list: 'a list of integers', (int, None): 'an integer or null'}
 
 def _json_fits(v, kind) -> bool:
     if kind == (int, None): return v is None or _json_fits(v, int)
@@ -137,21 +158,30 @@ def _json_fits(v, kind) -> bool:
     return isinstance(v, kind)
 
 def _check_json(d, schema: dict, where: str) -> None:
-    "A ValueError naming `where` and the field, unless `d` is an object of `schema`'s fields ({name: kind}) with values of their kinds"
-    if not isinstance(d, dict): raise ValueError(f"{where} must be a JSON object of fields, got {json.dumps(d)[:40]}")
+    """A ValueError naming `where` and the field, unless `d` is an object of `schema`'s fields ({name:
+    kind}) with values of their kinds"""
+    if not isinstance(d, dict): raise ValueError(f"{where} must be a JSON object of fields, got "
+                                                 f"{json.dumps(d)[:40]}")
     unknown = set(d) - set(schema)
     if unknown: raise ValueError(f"{where}: unknown fields {', '.join(sorted(unknown))}")
     for k, v in d.items():
-        if not _json_fits(v, schema[k]): raise ValueError(f"{where}: {k} must be {_JSON_KINDS[schema[k]]}, got {json.dumps(v)[:40]}")
+        if not _json_fits(v, schema[k]): raise ValueError(f"{where}: {k} must be {_JSON_KINDS[schema[k]]}, "
+                                                          f"got {json.dumps(v)[:40]}")
 
+# %% ../../nbs/09_serving_benchmark.ipynb #bd2a3e90
 def workload_from_json(text_or_path) -> Workload:
-    "A `Workload` from JSON text or a path to a JSON file; a bad field, value or file is a `ValueError` that names it"
+    """A `Workload` from JSON text or a path to a JSON file; a bad field, value or file is a `ValueError`
+    that names it"""
     text = str(text_or_path)
     if not text.lstrip().startswith('{'):
-        try: text = Path(text).read_text()
-        except FileNotFoundError: raise ValueError(f"workload: no such file {text_or_path}") from None
-        except UnicodeDecodeError: raise ValueError(f"workload: {text_or_path} is not a text file") from None
-        except OSError as e: raise ValueError(f"workload: cannot read {text_or_path} ({e.strerror})") from None
+        try:
+            text = Path(text).read_text()
+        except FileNotFoundError:
+            raise ValueError(f"workload: no such file {text_or_path}") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"workload: {text_or_path} is not a text file") from None
+        except OSError as e:
+            raise ValueError(f"workload: cannot read {text_or_path} ({e.strerror})") from None
     try: d = json.loads(text)
     except json.JSONDecodeError as e: raise ValueError(f"workload: not valid JSON ({e})") from None
     _check_json(d, _WORKLOAD_JSON, 'workload')
@@ -163,7 +193,8 @@ def workload_from_json(text_or_path) -> Workload:
 # %% ../../nbs/09_serving_benchmark.ipynb #a7ffc1e1
 @dataclass
 class RequestSpec:
-    "One declared request: its arrival offset, prompt, output budget, and when (if ever) the client cancels it"
+    """One declared request: its arrival offset, prompt, output budget, and when (if ever) the client
+    cancels it"""
     index: int
     arrival: float                 # seconds after the run starts
     prompt: list[int]
@@ -183,5 +214,14 @@ def workload_requests(w: Workload, vocab_size: int) -> list[RequestSpec]:
     prefix = prefix_rng.integers(3, vocab_size, size=w.shared_prefix_len).tolist()
     shared = prefix_rng.random(n) < w.shared_prefix_frac
     cancelled = cancel.random(n) < w.cancel_frac
-    return [RequestSpec(i, arrivals[i], (prefix if shared[i] else []) + tokens.integers(3, vocab_size, size=prompt_lens[i]).tolist(),
-                        output_lens[i], arrivals[i] + w.cancel_after if cancelled[i] else None, bool(shared[i])) for i in range(n)]
+    return [
+        RequestSpec(
+            i,
+            arrivals[i],
+            (prefix if shared[i] else []) + tokens.integers(3, vocab_size, size=prompt_lens[i]).tolist(),
+            output_lens[i],
+            arrivals[i] + w.cancel_after if cancelled[i] else None,
+            bool(shared[i]),
+        )
+        for i in range(n)
+    ]

@@ -23,7 +23,8 @@ def _compute_dtype(dtype) -> str | None:
     "The canonical name of a compute dtype (`'bf16'` and `torch.bfloat16` are `'bfloat16'`); None stays None"
     if dtype is None: return None
     name = canonical_dtype(str(dtype).removeprefix('torch.'))
-    if name not in COMPUTE_DTYPES: raise ValueError(f"dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {dtype!r}")
+    if name not in COMPUTE_DTYPES: raise ValueError(f"dtype must be one of {', '.join(COMPUTE_DTYPES)}, got "
+                                                    f"{dtype!r}")
     return name
 
 # %% ../../nbs/08_engine.ipynb #19dc2a6d

@@ -50,7 +50,8 @@ class RequestOutput:
 
 # %% ../../nbs/08_engine.ipynb #05c96d49
 class LLM:
-    "A small paged-attention inference engine: `generate` for batches, `add_request`/`step`/`abort` for streaming"
+    """A small paged-attention inference engine: `generate` for batches, `add_request`/`step`/`abort` for
+    streaming"""
     def __init__(self, model: str | Path | ModelConfig | CausalLM | None = None,
                  config: EngineConfig | None = None, tokenizer=None, **settings):
         cfg = self._check_settings(model, config, tokenizer, settings)   # all, before anything is built
@@ -79,7 +80,8 @@ class LLM:
         self.last_batch: ScheduledBatch | None = None   # the last step's plan, with chapter 06's decisions
         self._ids = itertools.count()
         self._groups: dict = {}            # request_id -> the user-level request: params, samples, prompt
-        self._stash: list = []             # finished outputs of requests `generate` did not add, for the next step()
+        # finished outputs of requests `generate` did not add, for the next step()
+        self._stash: list = []
         self._rng = torch.Generator().manual_seed(cfg.seed)
 
 # %% ../../nbs/08_engine.ipynb #e058806e
@@ -105,15 +107,18 @@ def _check_settings(self, model, config, tokenizer, settings: dict) -> EngineCon
     return cfg
 
 def available_memory(device) -> int | None:
-    "Bytes free on `device` now: the free GPU memory, or Linux's `MemAvailable`; None where it cannot be known"
+    """Bytes free on `device` now: the free GPU memory, or Linux's `MemAvailable`; None where it cannot be
+    known"""
     if torch.device(device).type == 'cuda': return torch.cuda.mem_get_info(torch.device(device))[0]
     try:
-        with open('/proc/meminfo') as f: return next(int(l.split()[1]) * 1024 for l in f if l.startswith('MemAvailable:'))
+        with open('/proc/meminfo') as f:
+            return next(int(l.split()[1]) * 1024 for l in f if l.startswith('MemAvailable:'))
     except (OSError, StopIteration): return None
 
 @patch_to(LLM)
 def _check_pool_fits(self) -> None:
-    "Refuse a `num_blocks` whose KV pool is larger than the memory free on the device, before the pool is built"
+    """Refuse a `num_blocks` whose KV pool is larger than the memory free on the device, before the pool is
+    built"""
     n, B = self.engine_config.num_blocks, self.engine_config.block_size
     pool, free = n * B * self.config.shape.kv_bytes_per_token, available_memory(self.device)
     if free is not None and pool > free:
@@ -130,7 +135,11 @@ def _load(self, model, dtype: str | None, tokenizer):
         m, name = random_model(model), model.shape.name
     elif isinstance(model, CausalLM):
         own = str(next(model.parameters()).dtype).removeprefix('torch.')
-        if dtype and dtype != own: raise ValueError(f"dtype {dtype!r} differs from the CausalLM's own {own!r}: convert it yourself (model.to(...)) or pass a checkpoint or a ModelConfig")
+        if dtype and dtype != own:
+            raise ValueError(
+                f"dtype {dtype!r} differs from the CausalLM's own "
+                f"{own!r}: convert it yourself (model.to(...)) or pass a checkpoint or a ModelConfig"
+            )
         m, name = model, model.config.shape.name
     else:
         path = Path(model)
@@ -141,8 +150,11 @@ def _load(self, model, dtype: str | None, tokenizer):
     # The prefix cache's model version: the weight files' sizes and modification times for a checkpoint (a
     # changed file is a new version), or this process's model object; the dtype is part of it too
     files = sorted(Path(model).glob('*.safetensors')) if isinstance(model, (str, Path)) else []
-    self.model_version = (';'.join(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files) if files
-                          else f"in-memory:{id(m):x}") + f";{next(m.parameters()).dtype}"
+    self.model_version = (
+        ';'.join(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files)
+        if files
+        else f"in-memory:{id(m):x}"
+    ) + f";{next(m.parameters()).dtype}"
     return m.to(self.device).eval(), tokenizer, name
 
 # %% ../../nbs/08_engine.ipynb #e702cadb
@@ -173,12 +185,14 @@ def _blocks_from_budget(self, cfg: EngineConfig) -> int:
     n = int(self.budget.kv_pool_bytes // (B * s.kv_bytes_per_token))
     if n < 1:                                                  # one line: the CLI prints it as its error
         terms = ', '.join(f"{k} {fmt_bytes(v)}" for k, v in self.budget.fixed.items())
-        raise ValueError(f"memory_bytes: {fmt_bytes(memory_bytes)} leaves no room for one KV block after {terms} and the headroom")
+        raise ValueError(f"memory_bytes: {fmt_bytes(memory_bytes)} leaves no room for one KV block after "
+                         f"{terms} and the headroom")
     return n
 
 @patch_to(LLM, as_prop=True)
 def workspace_bytes(self) -> int:
-    "The budget's workspace term: the backend's gather buffers at their bound (keys and values of one layer), else 256 MiB on a GPU, else 0"
+    """The budget's workspace term: the backend's gather buffers at their bound (keys and values of one
+    layer), else 256 MiB on a GPU, else 0"""
     s, ws = self.config.shape, self.backend.workspace
     if ws is not None: return ws.max_rows * s.kv_bytes_per_token // s.num_layers
     return 256 * MiB if self.device.type == 'cuda' else 0
@@ -189,13 +203,16 @@ def _check_prompt(self, prompt) -> tuple[list[int], str | None]:
     "A prompt's token ids (and its text, for a string prompt), or a `ValueError` saying what is wrong with it"
     text = None
     if isinstance(prompt, str):
-        if self.tokenizer is None: raise ValueError("prompt is a string but this model has no tokenizer: pass token ids")
+        if self.tokenizer is None: raise ValueError("prompt is a string but this model has no tokenizer: "
+                                                    "pass token ids")
         text, prompt = prompt, self.tokenizer.encode(prompt).ids
-    elif hasattr(prompt, 'tolist') and not isinstance(prompt, (list, tuple)): prompt = prompt.tolist()   # a NumPy array, a tensor
+    # a NumPy array, a tensor
+    elif hasattr(prompt, 'tolist') and not isinstance(prompt, (list, tuple)): prompt = prompt.tolist()
     if not isinstance(prompt, (list, tuple, range)):
         raise ValueError(f"prompt must be a string or a list of token ids, got {type(prompt).__name__}")
     bad = next((i for i, t in enumerate(prompt) if not is_int(t)), None)
-    if bad is not None: raise ValueError(f"prompt token ids must be integers, got {prompt[bad]!r} at position {bad}")
+    if bad is not None: raise ValueError(f"prompt token ids must be integers, got {prompt[bad]!r} at "
+                                         f"position {bad}")
     ids = [int(t) for t in prompt]
     if not ids: raise ValueError("prompt must hold at least one token")
     V = self.config.shape.vocab_size
@@ -203,24 +220,31 @@ def _check_prompt(self, prompt) -> tuple[list[int], str | None]:
     if out: raise ValueError(f"prompt token ids must be in [0, {V}), got {out[:5]}")
     return ids, text
 
+# %% ../../nbs/08_engine.ipynb #921a3576
 @patch_to(LLM)
-def _check_request(self, prompt, params=None, request_id=None, arrival_time=None, cache_salt=None, priority=0) -> dict:
+def _check_request(
+    self, prompt, params=None, request_id=None, arrival_time=None, cache_salt=None, priority=0
+) -> dict:
     "Every argument of `add_request` checked and normalised; changes nothing"
     ids, text = self._check_prompt(prompt)
     params = SamplingParams() if params is None else params
-    if not isinstance(params, SamplingParams): raise ValueError(f"params must be a SamplingParams, got {type(params).__name__}")
+    if not isinstance(params, SamplingParams): raise ValueError("params must be a SamplingParams, got "
+                                                                f"{type(params).__name__}")
     V = self.config.shape.vocab_size
-    if any(t >= V for t in params.stop_token_ids): raise ValueError(f"stop_token_ids must be in [0, {V}), got {list(params.stop_token_ids)}")
+    if any(t >= V for t in params.stop_token_ids): raise ValueError(f"stop_token_ids must be in [0, {V}), "
+                                                                    f"got {list(params.stop_token_ids)}")
     if len(ids) + params.max_tokens > (L := self.engine_config.max_model_len):
         raise ValueError(f"prompt ({len(ids)} tokens) + max_tokens ({params.max_tokens}) "
                          f"exceeds the model context {L}")
     if params.n > self.scheduler.max_num_seqs:
-        raise ValueError(f"n ({params.n}) exceeds max_num_seqs ({self.scheduler.max_num_seqs}): a request's samples run together")
+        raise ValueError(f"n ({params.n}) exceeds max_num_seqs ({self.scheduler.max_num_seqs}): a request's "
+                         "samples run together")
     if not (cache_salt is None or isinstance(cache_salt, (str, bytes)) or is_int(cache_salt)):
         raise ValueError(f"cache_salt must be a str, bytes, an int or None, got {cache_salt!r}")
     now = time.perf_counter() if arrival_time is None else check_number('arrival_time', arrival_time)
     priority = check_int('priority', priority)
-    in_use = lambda rid: rid in self._groups or any(o.request_id == rid for o in self._stash)   # an output not collected yet holds its id
+    # an output not collected yet holds its id
+    in_use = lambda rid: rid in self._groups or any(o.request_id == rid for o in self._stash)
     if request_id is None:
         request_id = next(self._ids)
         while in_use(request_id): request_id = next(self._ids)   # never one a caller chose
@@ -237,28 +261,31 @@ def _check_id(request_id):
     if not _is_id(request_id): raise ValueError(f"request_id must be a str or an int, got {request_id!r}")
     return request_id if isinstance(request_id, str) else int(request_id)
 
+# %% ../../nbs/08_engine.ipynb #fd76cd7b
 @patch_to(LLM)
 def _submit(self, r: dict):
     "Register a request `_check_request` approved; returns its id"
     p, rid = r['params'], r['request_id']
     stop = frozenset(p.stop_token_ids) | (frozenset() if p.ignore_eos else self.stop_ids)
-    req = Request((rid, 0), r['ids'], p.max_tokens, stop_token_ids=stop, priority=r['priority'], arrival_time=r['arrival_time'],
-                  cache_salt=r['cache_salt'], num_samples=p.n)
-    self._groups[rid] = dict(params=p, prompt=r['text'], samples=[req], generators=[self._generator(p, i) for i in range(p.n)])
+    req = Request((rid, 0), r['ids'], p.max_tokens, stop_token_ids=stop, priority=r['priority'],
+                  arrival_time=r['arrival_time'], cache_salt=r['cache_salt'], num_samples=p.n)
+    self._groups[rid] = dict(params=p, prompt=r['text'], samples=[req],
+                             generators=[self._generator(p, i) for i in range(p.n)])
     try: self.scheduler.add_request(req, r['arrival_time'])
     except BaseException: del self._groups[rid]; raise            # registered in both, or in neither
     return rid
 
 @patch_to(LLM)
-def add_request(self, prompt, params: SamplingParams | None = None, request_id=None, arrival_time: float | None = None,
-                cache_salt=None, priority: int = 0):
+def add_request(self, prompt, params: SamplingParams | None = None, request_id=None,
+                arrival_time: float | None = None, cache_salt=None, priority: int = 0):
     "Queue one prompt (token ids, or a string when there is a tokenizer); returns its request id"
     return self._submit(self._check_request(prompt, params, request_id, arrival_time, cache_salt, priority))
 
 @patch_to(LLM)
 def _generator(self, params: SamplingParams, index: int):
     if params.greedy: return None
-    if params.seed is None: return torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,), generator=self._rng)))
+    if params.seed is None:
+        return torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,), generator=self._rng)))
     return torch.Generator().manual_seed(params.seed + index)
 
 # %% ../../nbs/08_engine.ipynb #ec1c1779
@@ -278,30 +305,42 @@ def _prepare(self, batch: ScheduledBatch):
     width = max(map(len, tables))
     bt = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32)
     dev, i64 = self.device, torch.int64
-    meta = AttentionMetadata(positions=torch.tensor(pos, dtype=i64, device=dev), slot_mapping=torch.tensor(slots, dtype=i64, device=dev),
-                             block_tables=bt.to(dev), context_lens=torch.tensor(ctx, dtype=torch.int32, device=dev),
-                             cu_seqlens_q=torch.tensor(cu, dtype=torch.int32, device=dev), max_q_len=max(batch.num_new_tokens),
-                             num_decodes=next((i for i, n in enumerate(batch.num_new_tokens) if n != 1), len(batch.num_new_tokens)))
+    meta = AttentionMetadata(
+        positions=torch.tensor(pos, dtype=i64, device=dev),
+        slot_mapping=torch.tensor(slots, dtype=i64, device=dev),
+        block_tables=bt.to(dev),
+        context_lens=torch.tensor(ctx, dtype=torch.int32, device=dev),
+        cu_seqlens_q=torch.tensor(cu, dtype=torch.int32, device=dev),
+        max_q_len=max(batch.num_new_tokens),
+        num_decodes=next(
+            (i for i, n in enumerate(batch.num_new_tokens) if n != 1), len(batch.num_new_tokens)
+        ),
+    )
     return torch.tensor(ids, dtype=i64, device=dev), meta, need
 
 @patch_to(LLM)
 def _zero_fresh_blocks(self):
-    "Zero, in every layer's K and V cache, the blocks the block manager handed out without cached content since the last call"
+    """Zero, in every layer's K and V cache, the blocks the block manager handed out without cached content
+    since the last call"""
     fresh = self.block_manager.pop_fresh_blocks()
     if not fresh: return
     idx = torch.tensor(fresh, device=self.device)
     for k, v in self.kv_caches: k.index_fill_(0, idx, 0); v.index_fill_(0, idx, 0)
 
+# %% ../../nbs/08_engine.ipynb #f634feaa
 @patch_to(LLM)
 def _copy_blocks(self, copies):
     "Run copy-on-write copies (src, dst) on every layer's K and V cache"
-    src = torch.tensor([s for s, _ in copies], device=self.device); dst = torch.tensor([d for _, d in copies], device=self.device)
+    src = torch.tensor([s for s, _ in copies], device=self.device)
+    dst = torch.tensor([d for _, d in copies], device=self.device)
     for k, v in self.kv_caches: k[dst] = k[src]; v[dst] = v[src]
 
 @patch_to(LLM)
 def _forward(self, batch: ScheduledBatch):
-    "Zero the fresh blocks, run the copies, run the model: the logits of the rows that complete their pending tokens (None if none do)"
-    self._zero_fresh_blocks()                                   # before the copies: a copy-on-write target is fresh too
+    """Zero the fresh blocks, run the copies, run the model: the logits of the rows that complete their
+    pending tokens (None if none do)"""
+    # before the copies: a copy-on-write target is fresh too
+    self._zero_fresh_blocks()
     if batch.copies: self._copy_blocks(batch.copies)
     ids, meta, need = self._prepare(batch)
     hidden = self.model(ids, meta, self.kv_caches, self.backend, last_of=need)
@@ -310,51 +349,88 @@ def _forward(self, batch: ScheduledBatch):
 # %% ../../nbs/08_engine.ipynb #a93abe09
 @patch_to(LLM)
 def _sample(self, done: list[Request], logits, forks: list) -> tuple[dict, dict]:
-    "Fork the prompts that finished with n > 1, then one token per running sample: ({sample id: token}, {sample id: error})"
+    """Fork the prompts that finished with n > 1, then one token per running sample: ({sample id: token},
+    {sample id: error})"""
     sch, rows, params, gens, hist, targets = self.scheduler, [], [], [], [], []
     for i, req in enumerate(done):
         g = self._groups[req.request_id[0]]
         samples = [req]
-        if req.request_id[1] == 0 and len(g['samples']) < g['params'].n:     # parallel sampling: fork the prompt's blocks n - 1 times
-            for j in range(len(g['samples']), g['params'].n):                # the missing ones: a step that failed may have made some
-                child = sch.fork(req, Request((req.request_id[0], j), req.prompt_token_ids, req.max_tokens, req.stop_token_ids,
-                                              req.priority, cache_salt=req.cache_salt), num_new_tokens=req.num_uncomputed)
+        # parallel sampling: fork the prompt's blocks n - 1 times
+        if req.request_id[1] == 0 and len(g['samples']) < g['params'].n:
+            # the missing ones: a step that failed may have made some
+            for j in range(len(g['samples']), g['params'].n):
+                child = sch.fork(
+                    req,
+                    Request(
+                        (req.request_id[0], j),
+                        req.prompt_token_ids,
+                        req.max_tokens,
+                        req.stop_token_ids,
+                        req.priority,
+                        cache_salt=req.cache_salt,
+                    ),
+                    num_new_tokens=req.num_uncomputed,
+                )
                 g['samples'].append(child); forks.append(child)
-                if child.status is Status.RUNNING: samples.append(child)       # a child left waiting computes its own prompt later
+                # a child left waiting computes its own prompt later
+                if child.status is Status.RUNNING: samples.append(child)
         for x in samples:
             rows.append(i); params.append(g['params']); gens.append(g['generators'][x.request_id[1]])
             hist.append(x.output_token_ids); targets.append(x.request_id)
     if not rows: return {}, {}
     tokens = sample_tokens(logits[rows], params, gens, hist)
     ok = {t: tok for t, tok in zip(targets, tokens) if not isinstance(tok, Exception)}
-    return ok, {t: f"sampling failed: {type(e).__name__}: {e}" for t, e in zip(targets, tokens) if isinstance(e, Exception)}
+    return ok, {
+        t: f"sampling failed: {type(e).__name__}: {e}"
+        for t, e in zip(targets, tokens)
+        if isinstance(e, Exception)
+    }
 
+# %% ../../nbs/08_engine.ipynb #a0493039
 @patch_to(LLM)
 @torch.inference_mode()
 def _run_step(self, partial: bool) -> list[RequestOutput]:
     sch = self.scheduler
     batch = self.last_batch = sch.schedule(time.perf_counter())
-    done = [r for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions) if s + n == r.num_tokens]
+    done = [
+        r
+        for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions)
+        if s + n == r.num_tokens
+    ]
     sampled, failed, forks = {}, {}, []
     if batch.requests:
         try: sampled, failed = self._sample(done, self._forward(batch), forks)
-        except BaseException:                                   # the engine's own error: nothing of this step stands
+        # the engine's own error: nothing of this step stands
+        except BaseException:
             sch.abandon(batch); sch.abandon(ScheduledBatch(forks)); raise
     now = time.perf_counter()
-    for sid, error in failed.items(): sch.abort(sid, now, FinishReason.ABORTED, error)   # that sample's own error: it alone ends
+    # that sample's own error: it alone ends
+    for sid, error in failed.items(): sch.abort(sid, now, FinishReason.ABORTED, error)
     sch.update(batch, sampled, now)
     forks = [f for f in forks if f.status is Status.RUNNING]
-    if forks: sch.update(ScheduledBatch(forks, [f.num_tokens - f.num_computed_tokens for f in forks], [f.num_computed_tokens for f in forks]), sampled, now)
+    if forks:
+        sch.update(
+            ScheduledBatch(
+                forks,
+                [f.num_tokens - f.num_computed_tokens for f in forks],
+                [f.num_computed_tokens for f in forks],
+            ),
+            sampled,
+            now,
+        )
     finished = self._drain_finished()
     if not partial: return finished
     touched = dict.fromkeys(r.request_id[0] for r in done)        # batch order: deterministic
     return [self._output(rid) for rid in touched if rid in self._groups] + finished
 
+# %% ../../nbs/08_engine.ipynb #cf3ea2d5
 @patch_to(LLM)
 def step(self, partial: bool = True) -> list[RequestOutput]:
-    "Run one iteration; returns a `RequestOutput` for every request that produced a token (if `partial`) or finished"
+    """Run one iteration; returns a `RequestOutput` for every request that produced a token (if `partial`)
+    or finished"""
     outs = self._run_step(partial)
-    if self._stash: outs, self._stash = self._stash + outs, []     # finished while `generate` ran, not yet returned
+    # finished while `generate` ran, not yet returned
+    if self._stash: outs, self._stash = self._stash + outs, []
     return outs
 
 # %% ../../nbs/08_engine.ipynb #962de29e
@@ -365,29 +441,55 @@ def _output(self, rid) -> RequestOutput:
     outs = []
     for r in reqs:
         text, error = self._decode(r.output_token_ids, r.error)
-        outs.append(CompletionOutput(index=r.request_id[1], token_ids=list(r.output_token_ids), text=text,
-                                     finish_reason=r.finish_reason.value if r.finish_reason else None, error=error))
+        outs.append(
+            CompletionOutput(
+                index=r.request_id[1],
+                token_ids=list(r.output_token_ids),
+                text=text,
+                finish_reason=r.finish_reason.value if r.finish_reason else None,
+                error=error,
+            )
+        )
     first = reqs[0]
-    finished = all(r.finished for r in reqs)       # forks are made in the step of the first token: a request ended before it has one sample
-    if finished and len(outs) < g['params'].n:     # it ended before its prompt did: the samples it never forked end the same way, empty
-        outs += [CompletionOutput(index=j, token_ids=[], text='' if self.tokenizer else None, finish_reason=outs[0].finish_reason,
-                                  error=outs[0].error) for j in range(len(outs), g['params'].n)]
-    metrics = dict(arrival_time=first.arrival_time, first_scheduled_time=first.first_scheduled_time, first_token_time=first.first_token_time,
-                   finished_time=max((r.finished_time for r in reqs if r.finished_time is not None), default=None),
-                   token_times=[list(r.token_times) for r in reqs] + [[] for _ in range(len(reqs), len(outs))], num_cached_tokens=first.num_cached_tokens,
-                   num_preemptions=sum(r.num_preemptions for r in reqs), reject_reason=first.reject_reason)
+    # forks are made in the step of the first token: a request ended before it has one sample
+    finished = all(r.finished for r in reqs)
+    # it ended before its prompt did: the samples it never forked end the same way, empty
+    if finished and len(outs) < g['params'].n:
+        outs += [
+            CompletionOutput(
+                index=j,
+                token_ids=[],
+                text='' if self.tokenizer else None,
+                finish_reason=outs[0].finish_reason,
+                error=outs[0].error,
+            )
+            for j in range(len(outs), g['params'].n)
+        ]
+    metrics = dict(
+        arrival_time=first.arrival_time,
+        first_scheduled_time=first.first_scheduled_time,
+        first_token_time=first.first_token_time,
+        finished_time=max((r.finished_time for r in reqs if r.finished_time is not None), default=None),
+        token_times=[list(r.token_times) for r in reqs] + [[] for _ in range(len(reqs), len(outs))],
+        num_cached_tokens=first.num_cached_tokens,
+        num_preemptions=sum(r.num_preemptions for r in reqs),
+        reject_reason=first.reject_reason,
+    )
     return RequestOutput(rid, g['prompt'], list(first.prompt_token_ids), outs, finished, metrics)
 
+# %% ../../nbs/08_engine.ipynb #7f2a13e1
 @patch_to(LLM)
 def _decode(self, token_ids: list[int], error: str | None) -> tuple[str | None, str | None]:
-    "(text, error): the tokens as text if there is a tokenizer; a tokenizer that fails on them is this request's error, and its text is None"
+    """(text, error): the tokens as text if there is a tokenizer; a tokenizer that fails on them is this
+    request's error, and its text is None"""
     if self.tokenizer is None: return None, error
     try: return self.tokenizer.decode(token_ids), error
     except Exception as e: return None, error or f"decoding failed: {type(e).__name__}: {e}"
 
 @patch_to(LLM)
 def _drain_finished(self) -> list[RequestOutput]:
-    done, self.scheduler.finished = self.scheduler.finished, []    # drained here, so it never grows, even if an output fails
+    # drained here, so it never grows, even if an output fails
+    done, self.scheduler.finished = self.scheduler.finished, []
     outs = []
     for r in done:
         g = self._groups.get(r.request_id[0])
@@ -405,29 +507,42 @@ def abort(self, request_id) -> None:
 
 @patch_to(LLM)
 def has_unfinished_requests(self) -> bool:
-    "Whether a request is still running or waiting, or a finished one has an output `step` has not returned yet"
+    """Whether a request is still running or waiting, or a finished one has an output `step` has not
+    returned yet"""
     return bool(self._groups or self._stash)
 
 # %% ../../nbs/08_engine.ipynb #68b69ebd
 def _as_prompts(prompts) -> list:
     "`generate`'s prompts as a list: a string or a flat list of token ids is one prompt"
     if isinstance(prompts, str): return [prompts]
-    if hasattr(prompts, 'tolist') and not isinstance(prompts, (list, tuple)): prompts = prompts.tolist()   # 1-D: one prompt; 2-D: rows
+    # 1-D: one prompt; 2-D: rows
+    if hasattr(prompts, 'tolist') and not isinstance(prompts, (list, tuple)): prompts = prompts.tolist()
     if isinstance(prompts, range): return [list(prompts)]
     if not isinstance(prompts, (list, tuple)):
-        raise ValueError(f"prompts must be a string, a list of token ids, or a list of those, got {type(prompts).__name__}")
+        raise ValueError("prompts must be a string, a list of token ids, or a list of those, got "
+                         f"{type(prompts).__name__}")
     return [list(prompts)] if prompts and all(is_int(t) for t in prompts) else list(prompts)
 
+# %% ../../nbs/08_engine.ipynb #98c7be69
 @patch_to(LLM)
-def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None, use_tqdm: bool | None = None) -> list[RequestOutput]:
+def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
+             use_tqdm: bool | None = None) -> list[RequestOutput]:
     "Generate for every prompt (token-id lists or strings); one `RequestOutput` per prompt, in input order"
     prompts = _as_prompts(prompts)
-    params = list(sampling_params) if isinstance(sampling_params, (list, tuple)) else [sampling_params] * len(prompts)
-    if len(params) != len(prompts): raise ValueError(f"sampling_params has {len(params)} entries for {len(prompts)} prompts")
+    params = (
+        list(sampling_params)
+        if isinstance(sampling_params, (list, tuple))
+        else [sampling_params] * len(prompts)
+    )
+    if len(params) != len(prompts): raise ValueError(f"sampling_params has {len(params)} entries for "
+                                                     f"{len(prompts)} prompts")
     wrong = next((i for i, p in enumerate(params) if not (p is None or isinstance(p, SamplingParams))), None)
     if wrong is not None:
-        where = f"sampling_params[{wrong}]" if isinstance(sampling_params, (list, tuple)) else "sampling_params"
-        raise ValueError(f"{where} must be a SamplingParams (or a list of them, one per prompt), got {type(params[wrong]).__name__}")
+        where = (
+            f"sampling_params[{wrong}]" if isinstance(sampling_params, (list, tuple)) else "sampling_params"
+        )
+        raise ValueError(f"{where} must be a SamplingParams (or a list of them, one per prompt), got "
+                         f"{type(params[wrong]).__name__}")
     if use_tqdm is not None: check_bool('use_tqdm', use_tqdm)
     checked = []
     for i, (p, sp) in enumerate(zip(prompts, params)):
@@ -441,11 +556,14 @@ def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParam
             bar = tqdm(total=len(ids), desc='generate', unit='req')
         wanted = set(ids)
         while len(results) < len(ids):
-            for out in self._run_step(partial=False):             # only finished outputs: no per-step copies of partial ones
-                if out.request_id not in wanted: self._stash.append(out); continue   # someone else's: the next step() returns it
+            # only finished outputs: no per-step copies of partial ones
+            for out in self._run_step(partial=False):
+                # someone else's: the next step() returns it
+                if out.request_id not in wanted: self._stash.append(out); continue
                 results[out.request_id] = out
                 if bar: bar.update(1)
-    except BaseException:                                        # an error or an interrupt: none of our requests stays queued
+    # an error or an interrupt: none of our requests stays queued
+    except BaseException:
         for rid in ids:
             if rid in self._groups: self.abort(rid)
         mine = set(ids)

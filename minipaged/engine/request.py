@@ -45,9 +45,11 @@ class Request:
     finished_time: float | None = None
     num_preemptions: int = 0
     num_cached_tokens: int = 0             # prompt tokens served by the prefix cache at (last) admission
-    num_samples: int = 1                   # sequences this request will run as (parallel sampling forks n - 1 more)
+    # sequences this request will run as (parallel sampling forks n - 1 more)
+    num_samples: int = 1
     num_reserved: int = 0                  # leading tokens whose KV slots the block manager has reserved
-    scheduled_step: int = -1               # the last step that scheduled it (victims are chosen among the others)
+    # the last step that scheduled it (victims are chosen among the others)
+    scheduled_step: int = -1
     _seq: int = 0                          # submission order, the tie-breaker of the queues
 
     @property
@@ -88,7 +90,8 @@ class ScheduledBatch:
     admission: AdmissionStop | None = None    # why admission stopped (None: a batch no plan made)
     num_running: int = 0                      # the queues as the plan left them
     num_waiting: int = 0
-    num_decode_rows: int = 0       # the leading rows are decodes (one new token that completes the request's KV): update's fast path
+    # the leading rows are decodes (one new token that completes the request's KV): update's fast path
+    num_decode_rows: int = 0
     @property
     def num_batched_tokens(self) -> int: return sum(self.num_new_tokens)
     @property
@@ -97,4 +100,7 @@ class ScheduledBatch:
     def num_decodes(self) -> int: return sum(1 for n in self.num_new_tokens if n == 1)
     def __len__(self): return len(self.requests)
     def add(self, req: Request, n: int, copies=()):
-        self.requests.append(req); self.num_new_tokens.append(n); self.start_positions.append(req.num_computed_tokens); self.copies.extend(copies)
+        self.requests.append(req)
+        self.num_new_tokens.append(n)
+        self.start_positions.append(req.num_computed_tokens)
+        self.copies.extend(copies)

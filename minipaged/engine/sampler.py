@@ -22,32 +22,45 @@ class SamplingParams:
     max_tokens: int = 16
     stop_token_ids: tuple[int, ...] = ()
     ignore_eos: bool = False         # do not stop at the model's end-of-sequence token(s)
-    logits_processors: tuple = ()    # (output token ids, logits [vocab]) -> logits, applied in order before choosing
+    # (output token ids, logits [vocab]) -> logits, applied in order before choosing
+    logits_processors: tuple = ()
 
     def __post_init__(self):
         n = check_int('n', self.n, 1, 2**31 - 1)
         if not is_int(self.top_k) or self.top_k < -1:
             raise ValueError(f"top_k must be an integer: -1 or 0 (off), or >= 1, got {self.top_k!r}")
         stop, procs = self.stop_token_ids, self.logits_processors
-        if hasattr(stop, 'tolist') and not isinstance(stop, (list, tuple)): stop = stop.tolist()   # a NumPy array, a tensor
+        # a NumPy array, a tensor
+        if hasattr(stop, 'tolist') and not isinstance(stop, (list, tuple)): stop = stop.tolist()
         if not isinstance(stop, (list, tuple, set, frozenset)):
             raise ValueError(f"stop_token_ids must be a list of token ids, got {stop!r}")
         if not isinstance(procs, (list, tuple)) or not all(callable(f) for f in procs):
-            raise ValueError(f"logits_processors must be a list of callables (token ids, logits) -> logits, got {procs!r}")
-        fields = dict(n=n, temperature=check_number('temperature', self.temperature, 0),
-                      top_k=int(self.top_k), top_p=check_number('top_p', self.top_p, 0, 1, low_open=True),
-                      seed=None if self.seed is None else check_int('seed', self.seed, -2**63, 2**63 - n),   # seed + i fits an int64
-                      max_tokens=check_int('max_tokens', self.max_tokens, 1),
-                      stop_token_ids=tuple(check_int(f'stop_token_ids[{i}]', t, 0) for i, t in enumerate(stop)),
-                      ignore_eos=check_bool('ignore_eos', self.ignore_eos), logits_processors=tuple(procs))
+            raise ValueError("logits_processors must be a list of callables (token ids, logits) -> logits, "
+                             f"got {procs!r}")
+        fields = dict(
+            n=n,
+            temperature=check_number('temperature', self.temperature, 0),
+            top_k=int(self.top_k),
+            top_p=check_number('top_p', self.top_p, 0, 1, low_open=True),
+            # seed + i fits an int64
+            seed=None if self.seed is None else check_int('seed', self.seed, -(2**63), 2**63 - n),
+            max_tokens=check_int('max_tokens', self.max_tokens, 1),
+            stop_token_ids=tuple(check_int(f'stop_token_ids[{i}]', t, 0) for i, t in enumerate(stop)),
+            ignore_eos=check_bool('ignore_eos', self.ignore_eos),
+            logits_processors=tuple(procs),
+        )
         for k, v in fields.items(): object.__setattr__(self, k, v)
     @property
     def greedy(self) -> bool: return self.temperature == 0
 
 # %% ../../nbs/08_engine.ipynb #ece79d1c
-def filter_logits(logits: torch.Tensor, temperature: float, top_k: int = -1, top_p: float = 1.0) -> torch.Tensor:
-    "Logits `[vocab]` shifted so the largest is 0 and temperature-scaled, everything outside top-k and the top-p nucleus set to -inf"
-    x = (logits - logits.max()) / temperature          # shift first: no overflow, however small the temperature
+def filter_logits(
+    logits: torch.Tensor, temperature: float, top_k: int = -1, top_p: float = 1.0
+) -> torch.Tensor:
+    """Logits `[vocab]` shifted so the largest is 0 and temperature-scaled, everything outside top-k and
+    the top-p nucleus set to -inf"""
+    # shift first: no overflow, however small the temperature
+    x = (logits - logits.max()) / temperature
     if 0 < top_k < x.shape[-1]: x = x.masked_fill(x < torch.topk(x, top_k).values[-1], float('-inf'))
     if top_p < 1.0:
         probs, order = torch.sort(torch.softmax(x, -1), descending=True)
@@ -56,17 +69,31 @@ def filter_logits(logits: torch.Tensor, temperature: float, top_k: int = -1, top
         x = x.masked_fill(torch.zeros_like(drop).scatter(0, order, drop), float('-inf'))
     return x
 
-def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], generators: list, histories: list | None = None) -> list:
-    "One token per row of `logits [rows, vocab]` (float32): argmax for greedy rows, else a draw with the row's generator; a row that fails gets its exception instead"
+# %% ../../nbs/08_engine.ipynb #d9e32a37
+def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], generators: list,
+                  histories: list | None = None) -> list:
+    """One token per row of `logits [rows, vocab]` (float32): argmax for greedy rows, else a draw with the
+    row's generator; a row that fails gets its exception instead"""
     out = logits.argmax(-1).tolist()
-    finite = torch.isfinite(logits.amax(-1)).tolist()  # amax is NaN if any logit is, inf if one is, -inf if all are
+    # amax is NaN if any logit is, inf if one is, -inf if all are
+    finite = torch.isfinite(logits.amax(-1)).tolist()
     for i, (p, g) in enumerate(zip(params, generators)):
         if p.greedy and finite[i] and not p.logits_processors: continue
         try:
             x = logits[i]
             for f in p.logits_processors: x = f(list(histories[i]) if histories else [], x)
-            if not (isinstance(x, torch.Tensor) and x.shape == logits[i].shape and bool(torch.isfinite(x.amax()))):
+            if not (
+                isinstance(x, torch.Tensor) and x.shape == logits[i].shape and bool(torch.isfinite(x.amax()))
+            ):
                 raise ValueError('logits are not finite (a NaN, an inf, or every token -inf)')
-            out[i] = int(x.argmax()) if p.greedy else int(torch.multinomial(torch.softmax(filter_logits(x, p.temperature, p.top_k, p.top_p), -1), 1, generator=g))
+            out[i] = (
+                int(x.argmax())
+                if p.greedy
+                else int(
+                    torch.multinomial(
+                        torch.softmax(filter_logits(x, p.temperature, p.top_k, p.top_p), -1), 1, generator=g
+                    )
+                )
+            )
         except Exception as e: out[i] = e
     return out

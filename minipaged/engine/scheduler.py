@@ -8,7 +8,7 @@ Docs: https://minipaged.github.io/minipaged/scheduler.html.md"""
 from __future__ import annotations
 import bisect, itertools, math
 from ..utils import check_positive, patch_to
-from .blocks import BlockManager, NoFreeBlocksError
+from .blocks import Allocator, NoFreeBlocksError
 from .request import AdmissionStop, Decision, FinishReason, Request, ScheduledBatch, Status
 
 # %% auto #0
@@ -17,23 +17,36 @@ __all__ = ['Scheduler', 'check_scheduler']
 # %% ../../nbs/06_scheduler.ipynb #4c65f066
 class Scheduler:
     "Iteration-level scheduler: builds each step's batch under a token budget; admits, preempts, cancels"
-    def __init__(self, block_manager: BlockManager, max_num_seqs: int = 64, max_num_batched_tokens: int = 2048,
+    def __init__(self, block_manager: Allocator, max_num_seqs: int = 64, max_num_batched_tokens: int = 2048,
                  max_model_len: int = 4096, policy: str = 'fcfs', enable_chunked_prefill: bool = True,
                  watermark: float = 0.01, batching: str = 'continuous'):
-        check_positive('max_num_seqs', max_num_seqs); check_positive('max_num_batched_tokens', max_num_batched_tokens)
+        check_positive('max_num_seqs', max_num_seqs); check_positive('max_num_batched_tokens',
+                                                                     max_num_batched_tokens)
         check_positive('max_model_len', max_model_len)
-        if policy not in ('fcfs', 'priority'): raise ValueError(f"policy must be 'fcfs' or 'priority', got {policy!r}")
-        if batching not in ('continuous', 'static'): raise ValueError(f"batching must be 'continuous' or 'static', got {batching!r}")
+        if policy not in ('fcfs', 'priority'): raise ValueError("policy must be 'fcfs' or 'priority', got "
+                                                                f"{policy!r}")
+        if batching not in ('continuous', 'static'): raise ValueError("batching must be 'continuous' or "
+                                                                      f"'static', got {batching!r}")
         if not 0 <= watermark < 1: raise ValueError(f"watermark must be in [0, 1), got {watermark}")
-        self.bm, self.max_num_seqs, self.max_num_batched_tokens = block_manager, max_num_seqs, max_num_batched_tokens
-        self.max_model_len, self.policy, self.chunked, self.batching = max_model_len, policy, enable_chunked_prefill, batching
+        self.bm, self.max_num_seqs, self.max_num_batched_tokens = (
+            block_manager,
+            max_num_seqs,
+            max_num_batched_tokens,
+        )
+        self.max_model_len, self.policy, self.chunked, self.batching = (
+            max_model_len,
+            policy,
+            enable_chunked_prefill,
+            batching,
+        )
         self.watermark_blocks = math.ceil(watermark * block_manager.num_blocks)
         self.waiting: list[Request] = []             # admission order: policy key, then arrival
         self.running: dict[object, Request] = {}     # admission order
         self.requests: dict[object, Request] = {}    # every unfinished request by id
         self.finished: list[Request] = []
         self._rejected: list[Decision] = []          # rejected since the last plan, which reports them
-        self.counters = dict(steps=0, admitted=0, rejected=0, preemptions=0, cancelled=0, aborted=0, finished=0)
+        self.counters = dict(steps=0, admitted=0, rejected=0, preemptions=0, cancelled=0, aborted=0,
+                             finished=0)
         self._seq = itertools.count()                # tie-breaker: submission order
 
 # %% ../../nbs/06_scheduler.ipynb #0426ae74
@@ -43,7 +56,12 @@ def _queue_key(self, req: Request):
 
 @patch_to(Scheduler)
 def _reject(self, req: Request, reason: str, now: float) -> Request:
-    req.status, req.finish_reason, req.reject_reason, req.finished_time = Status.FINISHED, FinishReason.REJECTED, reason, now
+    req.status, req.finish_reason, req.reject_reason, req.finished_time = (
+        Status.FINISHED,
+        FinishReason.REJECTED,
+        reason,
+        now,
+    )
     self.finished.append(req); self.counters['rejected'] += 1; self._rejected.append(Decision(req, reason))
     return req
 
@@ -51,19 +69,24 @@ def _reject(self, req: Request, reason: str, now: float) -> Request:
 def add_request(self, req: Request, now: float | None = None) -> Request:
     "Submit `req`: reject it with a reason if it can never run (rules above), else queue it"
     now = req.arrival_time if now is None else now
-    if req.request_id in self.requests: raise ValueError(f"request_id {req.request_id!r} is already in the scheduler")
+    if req.request_id in self.requests: raise ValueError(f"request_id {req.request_id!r} is already in the "
+                                                         "scheduler")
     req._seq = next(self._seq)
     n, total = len(req.prompt_token_ids), len(req.prompt_token_ids) + req.max_tokens
     if n == 0: return self._reject(req, 'empty prompt', now)
     if req.max_tokens < 1: return self._reject(req, f'max_tokens must be >= 1, got {req.max_tokens}', now)
     if total > self.max_model_len:
-        return self._reject(req, f'prompt ({n}) + max_tokens ({req.max_tokens}) = {total} exceeds max_model_len {self.max_model_len}', now)
+        return self._reject(req, f'prompt ({n}) + max_tokens ({req.max_tokens}) = {total} exceeds '
+                                 f'max_model_len {self.max_model_len}', now)
     if self.bm.blocks_needed(total) > self.bm.num_blocks:
-        return self._reject(req, f'needs {self.bm.blocks_needed(total)} blocks, the pool has {self.bm.num_blocks}', now)
+        return self._reject(req,
+                            f'needs {self.bm.blocks_needed(total)} blocks, the pool has {self.bm.num_blocks}',
+                            now)
     if req.num_samples > self.max_num_seqs:
         return self._reject(req, f'{req.num_samples} samples exceed max_num_seqs {self.max_num_seqs}', now)
     if not self.chunked and n > self.max_num_batched_tokens:
-        return self._reject(req, f'prompt ({n}) exceeds max_num_batched_tokens {self.max_num_batched_tokens} without chunked prefill', now)
+        return self._reject(req, f'prompt ({n}) exceeds max_num_batched_tokens {self.max_num_batched_tokens} '
+                                 'without chunked prefill', now)
     self.requests[req.request_id] = req
     bisect.insort(self.waiting, req, key=self._queue_key)
     return req
@@ -81,7 +104,8 @@ def _requeue(self, req: Request):
     self.bm.free(req.request_id)
     del self.running[req.request_id]
     req.status, req.num_computed_tokens, req.num_reserved = Status.WAITING, 0, 0
-    bisect.insort(self.waiting, req, key=self._queue_key)    # its own place: under fcfs, ahead of everything that arrived later
+    # its own place: under fcfs, ahead of everything that arrived later
+    bisect.insort(self.waiting, req, key=self._queue_key)
 
 @patch_to(Scheduler)
 def _preempt(self, req: Request, batch: ScheduledBatch, reason: str):
@@ -91,12 +115,15 @@ def _preempt(self, req: Request, batch: ScheduledBatch, reason: str):
 
 @patch_to(Scheduler)
 def _fail(self, req: Request, error: Exception, now: float):
-    "An error that belongs to `req` alone (its allocation, its sampling): it ends `aborted`, with the error, and the step goes on"
+    """An error that belongs to `req` alone (its allocation, its sampling): it ends `aborted`, with the
+    error, and the step goes on"""
     self._finish(req, FinishReason.ABORTED, now, error=f"{type(error).__name__}: {error}")
 
+# %% ../../nbs/06_scheduler.ipynb #dcf1b570
 @patch_to(Scheduler)
 def _reserve(self, req: Request, total: int, batch: ScheduledBatch, step: int, now: float) -> bool:
-    "Reserve slots for `req`'s unreserved tokens, preempting victims while the pool is short; False if `req` stepped back or failed"
+    """Reserve slots for `req`'s unreserved tokens, preempting victims while the pool is short; False if
+    `req` stepped back or failed"""
     new = req.output_token_ids[req.num_reserved - total:]
     while True:
         try:
@@ -115,53 +142,74 @@ def _reserve(self, req: Request, total: int, batch: ScheduledBatch, step: int, n
 # %% ../../nbs/06_scheduler.ipynb #f6cb1b72
 @patch_to(Scheduler)
 def schedule(self, now: float = 0.0) -> ScheduledBatch:
-    "Plan one step: running decodes, then running prefills, then admissions, within the token budget; a plan that fails part-way is undone"
+    """Plan one step: running decodes, then running prefills, then admissions, within the token budget; a
+    plan that fails part-way is undone"""
     batch = ScheduledBatch()
     try: self._plan(batch, now)
-    except BaseException:                                        # an interrupt, or a bug: nothing half-planned may stand
+    # an interrupt, or a bug: nothing half-planned may stand
+    except BaseException:
         self.abandon(batch); raise
     return batch
 
+# %% ../../nbs/06_scheduler.ipynb #1d8870ab
 @patch_to(Scheduler)
-def _plan(self, batch: ScheduledBatch, now: float) -> None:
-    budget = self.max_num_batched_tokens
-    step = self.counters['steps'] = self.counters['steps'] + 1
-    reqs, ns, starts, RUNNING, prefills = batch.requests, batch.num_new_tokens, batch.start_positions, Status.RUNNING, []
-    bm_append, copies = self.bm.append, batch.copies
-    for req in list(self.running.values()):                    # 1. decodes (prefills set aside)
+def _schedule_decodes(self, batch: ScheduledBatch, budget: int, step: int, now: float) -> tuple[int, list]:
+    """1. One new token for each running decode, in order; the running prefills are set aside. (budget,
+    prefills)"""
+    prefills = []
+    for req in list(self.running.values()):
         if budget == 0: break
-        if req.status is not RUNNING: continue                   # preempted as a victim earlier in this step
-        out = req.output_token_ids
-        total = len(req.prompt_token_ids) + len(out)
+        # preempted as a victim earlier in this step
+        if req.status is not Status.RUNNING: continue
+        total = len(req.prompt_token_ids) + len(req.output_token_ids)
         if total - req.num_computed_tokens > 1: prefills.append(req); continue
-        if req.num_reserved < total:                             # the fast path of _reserve, inlined: one new slot
+        if req.num_reserved < total:                               # one new slot: `_reserve`'s common case
             try:
-                cp = bm_append(req.request_id, out[-1:])         # the decode's input token, the last one sampled
-                if cp: copies.extend(cp)
+                batch.copies += self.bm.append(req.request_id, req.output_token_ids[-1:])   # the input token
                 req.num_reserved = total
             except NoFreeBlocksError:
                 if not self._reserve(req, total, batch, step, now): continue
             except Exception as e: self._fail(req, e, now); continue
         req.scheduled_step = step
-        reqs.append(req); budget -= 1
-    batch.num_decode_rows = len(reqs)
-    ns += [1] * len(reqs); starts += [r.num_computed_tokens for r in reqs]
-    for req in prefills:                                         # 2. chunks of running prefills
+        batch.requests.append(req); budget -= 1
+    batch.num_decode_rows = len(batch.requests)
+    batch.num_new_tokens += [1] * len(batch.requests)
+    batch.start_positions += [r.num_computed_tokens for r in batch.requests]
+    return budget, prefills
+
+@patch_to(Scheduler)
+def _schedule_prefills(
+    self, batch: ScheduledBatch, prefills: list, budget: int, step: int, now: float
+) -> int:
+    "2. The next chunk of each running prefill, as far as the budget goes; the budget left"
+    for req in prefills:
         if budget == 0: break
-        if req.status is not RUNNING: continue
+        if req.status is not Status.RUNNING: continue
         total = len(req.prompt_token_ids) + len(req.output_token_ids)
         if req.num_reserved < total and not self._reserve(req, total, batch, step, now): continue
         n = min(total - req.num_computed_tokens, budget)
         req.scheduled_step = step
-        reqs.append(req); ns.append(n); starts.append(req.num_computed_tokens); budget -= n
+        batch.requests.append(req); batch.num_new_tokens.append(n)
+        batch.start_positions.append(req.num_computed_tokens); budget -= n
+    return budget
+
+# %% ../../nbs/06_scheduler.ipynb #c9cae383
+@patch_to(Scheduler)
+def _plan(self, batch: ScheduledBatch, now: float) -> None:
+    "Fill `batch`: running decodes, then running prefills' chunks, then admissions, within the token budget"
+    step = self.counters['steps'] = self.counters['steps'] + 1
+    budget, prefills = self._schedule_decodes(batch, self.max_num_batched_tokens, step, now)
+    budget = self._schedule_prefills(batch, prefills, budget, step, now)
     batch.rejected, self._rejected = self._rejected, []
     if batch.preempted: batch.admission = AdmissionStop.BLOCKS   # a step that had to preempt admits nobody
     elif self.batching == 'static' and self.running:
         batch.admission = AdmissionStop.STATIC_BATCH if self.waiting else AdmissionStop.QUEUE_EMPTY
     else:
         batch.admission = self._admit(batch, budget, now, step)  # 3. admissions
-        if not batch.requests and not self.running and self.waiting:   # idle, yet the head did not fit: it never will
-            self._finish(self.waiting[0], FinishReason.ABORTED, now, error='could not be admitted even into an idle engine')
+        # idle, yet the head did not fit: it never will
+        if not batch.requests and not self.running and self.waiting:
+            self._finish(self.waiting[0], FinishReason.ABORTED, now,
+                         error='could not be admitted even into an idle engine')
     batch.num_running, batch.num_waiting = len(self.running), len(self.waiting)
 
 # %% ../../nbs/06_scheduler.ipynb #27ba2620
@@ -169,7 +217,9 @@ def _plan(self, batch: ScheduledBatch, now: float) -> None:
 def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> AdmissionStop:
     "Admit from the head of the waiting queue within `budget` tokens; returns why it stopped"
     # seats: running sequences, plus the forks that running prompts with n > 1 samples will add
-    seats = len(self.running) + sum(r.num_samples - 1 for r in self.running.values() if r.num_samples > 1 and not r.output_token_ids)
+    seats = len(self.running) + sum(
+        r.num_samples - 1 for r in self.running.values() if r.num_samples > 1 and not r.output_token_ids
+    )
     while self.waiting:
         if budget == 0: return AdmissionStop.TOKEN_BUDGET
         req = self.waiting[0]
@@ -182,13 +232,20 @@ def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> A
         left = self.bm.num_available_blocks - self.bm.blocks_needed(len(tokens))
         if left < self.watermark_blocks and self.running: return AdmissionStop.WATERMARK
         n = min(len(tokens) - cached, budget)
-        # without chunked prefill the whole rest must fit this step; a recompute larger than any step is the exception
+        # without chunked prefill the whole rest must fit this step; a recompute larger than any step is the
+        # exception
         if not self.chunked and n < len(tokens) - cached <= self.max_num_batched_tokens:
             return AdmissionStop.TOKEN_BUDGET
         try: cached = self.bm.allocate(req.request_id, tokens, req.cache_salt)
-        except Exception as e: self._fail(req, e, now); continue       # it was planned to fit: the fault is this request's
+        # it was planned to fit: the fault is this request's
+        except Exception as e: self._fail(req, e, now); continue
         self.waiting.pop(0)
-        req.status, req.num_computed_tokens, req.num_cached_tokens, req.num_reserved = Status.RUNNING, cached, cached, len(tokens)
+        req.status, req.num_computed_tokens, req.num_cached_tokens, req.num_reserved = (
+            Status.RUNNING,
+            cached,
+            cached,
+            len(tokens),
+        )
         req.scheduled_step = step
         if req.first_scheduled_time is None: req.first_scheduled_time = now
         self.running[req.request_id] = req; self.counters['admitted'] += 1
@@ -205,16 +262,26 @@ def _finish(self, req: Request, reason: FinishReason, now: float, error: str | N
     self.finished.append(req)
     self.counters['finished' if reason in (FinishReason.STOP, FinishReason.LENGTH) else reason.value] += 1
 
+# %% ../../nbs/06_scheduler.ipynb #b23714fe
 @patch_to(Scheduler)
 def update(self, batch: ScheduledBatch, sampled: dict, now: float = 0.0) -> None:
-    "Apply a step's results: its copies are done, computed counts, prefix-cache registration, new tokens, stop and length checks"
-    self.bm.copies_done()                                      # the step ran: its copy-on-write copies too
-    RUNNING, mark_computed, B, STOP, LENGTH = Status.RUNNING, self.bm.mark_computed, self.bm.block_size, FinishReason.STOP, FinishReason.LENGTH
+    """Apply a step's results: its copies are done, computed counts, prefix-cache registration, new tokens,
+    stop and length checks"""
+    self.bm.copies_done()  # the step ran: its copy-on-write copies too
+    RUNNING, mark_computed, B, STOP, LENGTH = (
+        Status.RUNNING,
+        self.bm.mark_computed,
+        self.bm.block_size,
+        FinishReason.STOP,
+        FinishReason.LENGTH,
+    )
     reqs, d = batch.requests, batch.num_decode_rows
-    for req in reqs[:d]:                                       # decodes: one token each, and it completes the request's KV
+    # decodes: one token each, and it completes the request's KV
+    for req in reqs[:d]:
         if req.status is not RUNNING: continue                   # cancelled while the step ran
         c = req.num_computed_tokens = req.num_computed_tokens + 1
-        if c % B == 0: mark_computed(req.request_id, c)          # only full blocks are cached: tell it when one fills
+        # only full blocks are cached: tell it when one fills
+        if c % B == 0: mark_computed(req.request_id, c)
         out, tok = req.output_token_ids, sampled[req.request_id]
         out.append(tok); req.token_times.append(now)
         if len(out) == 1: req.first_token_time = now             # a prompt whose last token ran as a decode
@@ -223,32 +290,41 @@ def update(self, batch: ScheduledBatch, sampled: dict, now: float = 0.0) -> None
     for req, n in zip(reqs[d:], batch.num_new_tokens[d:]):    # prefill chunks and admissions
         if req.status is not RUNNING: continue
         c = req.num_computed_tokens = req.num_computed_tokens + n
-        if c // B != (c - n) // B: mark_computed(req.request_id, c)   # only full blocks are cached: tell it when one fills
+        # only full blocks are cached: tell it when one fills
+        if c // B != (c - n) // B: mark_computed(req.request_id, c)
         out = req.output_token_ids
         if c < len(req.prompt_token_ids) + len(out): continue     # a prefill chunk: no token yet
         tok = sampled[req.request_id]
         out.append(tok); req.token_times.append(now)
-        if len(out) == 1: req.first_token_time = now             # outputs survive preemption: this happens once
+        # outputs survive preemption: this happens once
+        if len(out) == 1: req.first_token_time = now
         if tok in req.stop_token_ids: self._finish(req, STOP, now)
         elif len(out) >= req.max_tokens: self._finish(req, LENGTH, now)
 
+# %% ../../nbs/06_scheduler.ipynb #25275a54
 @patch_to(Scheduler)
-def abort(self, request_id, now: float = 0.0, reason: FinishReason = FinishReason.CANCELLED, error: str | None = None) -> Request:
-    "Cancel (or abort, with the `error`) a request in any state: waiting, mid-prefill, decoding or preempted; its blocks are released"
-    if request_id not in self.requests: raise ValueError(f"request_id {request_id!r} is not an unfinished request")
+def abort(self, request_id, now: float = 0.0, reason: FinishReason = FinishReason.CANCELLED,
+          error: str | None = None) -> Request:
+    """Cancel (or abort, with the `error`) a request in any state: waiting, mid-prefill, decoding or
+    preempted; its blocks are released"""
+    if request_id not in self.requests: raise ValueError(f"request_id {request_id!r} is not an unfinished "
+                                                         "request")
     req = self.requests[request_id]
     self._finish(req, reason, now, error)
     return req
 
 @patch_to(Scheduler)
 def abandon(self, batch: ScheduledBatch) -> None:
-    "The step that planned or ran `batch` failed part-way: every request it may have touched recomputes from scratch, and the copies' windows close"
-    targets = {dst for _, dst in self.bm.copies_in_flight}       # a copy that may not have run: its target's owner recomputes too
+    """The step that planned or ran `batch` failed part-way: every request it may have touched recomputes
+    from scratch, and the copies' windows close"""
+    # a copy that may not have run: its target's owner recomputes too
+    targets = {dst for _, dst in self.bm.copies_in_flight}
     touched = {id(r): r for r in batch.requests if r.status is Status.RUNNING}
     for r in self.running.values():
         if targets and targets & set(self.bm.block_table(r.request_id)): touched[id(r)] = r
     for req in touched.values(): self._requeue(req)
-    for req in self.waiting:                                     # allocated, but interrupted before it left the queue
+    # allocated, but interrupted before it left the queue
+    for req in self.waiting:
         if self.bm.has_seq(req.request_id): self.bm.free(req.request_id)
     self.bm.copies_done()
 
@@ -258,14 +334,23 @@ def has_unfinished(self) -> bool: return bool(self.requests)
 # %% ../../nbs/06_scheduler.ipynb #5e419051
 @patch_to(Scheduler)
 def fork(self, parent: Request, child: Request, num_new_tokens: int = 0) -> Request:
-    "Add `child` as a copy of the running `parent` sharing its blocks (or, if the pool cannot hold the fork now, waiting to compute its prompt itself); call after the step that computed `num_new_tokens` of the parent ran, before `update`"
+    """Add `child` as a copy of the running `parent` sharing its blocks (or, if the pool cannot hold the
+    fork now, waiting to compute its prompt itself); call after the step that computed `num_new_tokens`
+    of the parent ran, before `update`"""
     if parent.status is not Status.RUNNING: raise ValueError(f"parent {parent.request_id!r} is not running")
-    if child.request_id in self.requests: raise ValueError(f"request_id {child.request_id!r} is already in the scheduler")
-    self.bm.mark_computed(parent.request_id, parent.num_computed_tokens + num_new_tokens)   # only computed KV is ever shared
-    child._seq, child.arrival_time, child.first_scheduled_time = next(self._seq), parent.arrival_time, parent.first_scheduled_time
+    if child.request_id in self.requests: raise ValueError(f"request_id {child.request_id!r} is already in "
+                                                           "the scheduler")
+    # only computed KV is ever shared
+    self.bm.mark_computed(parent.request_id, parent.num_computed_tokens + num_new_tokens)
+    child._seq, child.arrival_time, child.first_scheduled_time = (
+        next(self._seq),
+        parent.arrival_time,
+        parent.first_scheduled_time,
+    )
     child.output_token_ids = list(parent.output_token_ids)
     try: self.bm.fork(parent.request_id, child.request_id)
-    except NoFreeBlocksError:                      # the reservation baseline needs a region per fork: the child waits for one
+    # the reservation baseline needs a region per fork: the child waits for one
+    except NoFreeBlocksError:
         self.requests[child.request_id] = child
         bisect.insort(self.waiting, child, key=self._queue_key)
         return child
@@ -282,9 +367,13 @@ def check_scheduler(s: Scheduler, batch: ScheduledBatch | None = None):
     w, r = {x.request_id for x in s.waiting}, set(s.running)
     assert not (w & r) and len(w) == len(s.waiting), 'a request sits in two queues (or twice in one)'
     assert w | r == set(s.requests), 'an unfinished request is in no queue'
-    assert all(x.status is Status.WAITING for x in s.waiting) and all(x.status is Status.RUNNING for x in s.running.values())
+    assert all(x.status is Status.WAITING for x in s.waiting) and all(
+        x.status is Status.RUNNING for x in s.running.values()
+    )
     assert set(s.running) == {x for x in s.running if s.bm.has_seq(x)}, 'a running request without blocks'
-    assert all(s.bm.num_tokens(x) == r.num_reserved for x, r in s.running.items()), 'num_reserved disagrees with the block manager'
+    assert all(s.bm.num_tokens(x) == r.num_reserved for x, r in s.running.items()), (
+        'num_reserved disagrees with the block manager'
+    )
     assert not any(s.bm.has_seq(x) for x in w), 'a waiting request holds blocks'
     if batch is not None:
         assert batch.num_batched_tokens <= s.max_num_batched_tokens, 'token budget exceeded'

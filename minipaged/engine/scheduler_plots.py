@@ -13,8 +13,11 @@ from .scheduler import Scheduler
 # %% ../../nbs/06_scheduler.ipynb #0679524e
 def describe_step(s: Scheduler, batch: ScheduledBatch, step: int) -> dict:
     "One row of a scheduler timeline: the batch, the queues and the pool after `schedule`"
-    ran = ' '.join(f"{r.request_id}:{'P' if n > 1 else 'D'}{n}" for r, n in zip(batch.requests, batch.num_new_tokens))
-    return dict(step=step, batch=ran or '-', tokens=batch.num_batched_tokens, waiting=' '.join(str(r.request_id) for r in s.waiting) or '-',
+    ran = ' '.join(
+        f"{r.request_id}:{'P' if n > 1 else 'D'}{n}" for r, n in zip(batch.requests, batch.num_new_tokens)
+    )
+    return dict(step=step, batch=ran or '-', tokens=batch.num_batched_tokens,
+                waiting=' '.join(str(r.request_id) for r in s.waiting) or '-',
                 preempted=' '.join(str(d.request.request_id) for d in batch.preempted) or '-',
                 blocks_used=s.bm.num_used_blocks)
 
@@ -22,8 +25,13 @@ def scheduler_timeline(make_scheduler=None, requests=None):
     "An ipywidgets timeline: each click runs one scheduler iteration and shows its batch, queues and pool"
     import ipywidgets as W
     from minipaged.utils import format_rows
-    s = make_scheduler() if make_scheduler else Scheduler(BlockManager(10, 4), max_num_seqs=4, max_num_batched_tokens=8, max_model_len=40)
-    for r in requests or [Request(c, [1] * n, max_tokens=m) for c, n, m in (('a', 11, 4), ('b', 3, 6), ('c', 9, 3), ('d', 14, 2))]: s.add_request(r)
+    s = make_scheduler() if make_scheduler else Scheduler(BlockManager(10, 4), max_num_seqs=4,
+                                                          max_num_batched_tokens=8, max_model_len=40)
+    for r in requests or [
+        Request(c, [1] * n, max_tokens=m)
+        for c, n, m in (('a', 11, 4), ('b', 3, 6), ('c', 9, 3), ('d', 14, 2))
+    ]:
+        s.add_request(r)
     rows, view, button = [], W.HTML(), W.Button(description='next step')
     def step(_=None):
         if not s.has_unfinished: button.disabled = True; return

@@ -27,13 +27,16 @@ class CostModel:
                 + self.per_decode_seq * batch.num_decodes + self.per_context_token * ctx)
 
 # %% ../../nbs/06_scheduler.ipynb #6b508aea
-def simulate(scheduler: Scheduler, requests: list[Request], cost: CostModel = CostModel(), cancel_at: dict | None = None) -> list[Request]:
+def simulate(scheduler: Scheduler, requests: list[Request], cost: CostModel = CostModel(),
+             cancel_at: dict | None = None) -> list[Request]:
     "Run `requests` (with arrival times) through `scheduler` on a simulated clock; returns them, finished"
     pending = sorted(requests, key=lambda r: r.arrival_time)
     cancel = sorted((cancel_at or {}).items(), key=lambda kv: kv[1])
     t, i = 0.0, 0
     while i < len(pending) or scheduler.has_unfinished:
-        while i < len(pending) and pending[i].arrival_time <= t: scheduler.add_request(pending[i], pending[i].arrival_time); i += 1
+        while i < len(pending) and pending[i].arrival_time <= t:
+            scheduler.add_request(pending[i], pending[i].arrival_time)
+            i += 1
         while cancel and cancel[0][1] <= t:
             rid = cancel.pop(0)[0]
             if rid in scheduler.requests: scheduler.abort(rid, t)
@@ -46,16 +49,29 @@ def simulate(scheduler: Scheduler, requests: list[Request], cost: CostModel = Co
         scheduler.update(batch, {r.request_id: 0 for r in batch.requests}, t)
     return requests
 
+# %% ../../nbs/06_scheduler.ipynb #8624cc1c
 def latency_stats(requests: list[Request]) -> dict:
-    "TTFT, inter-token latency and end-to-end latency (mean, p50, p90, p99) of finished requests, in ms (NaN where there is none)"
-    done = [r for r in requests if r.first_token_time is not None and r.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)]
+    """TTFT, inter-token latency and end-to-end latency (mean, p50, p90, p99) of finished requests, in ms
+    (NaN where there is none)"""
+    done = [
+        r
+        for r in requests
+        if r.first_token_time is not None and r.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
+    ]
     ttft = [r.first_token_time - r.arrival_time for r in done]
     itl = [b - a for r in done for a, b in zip(r.token_times, r.token_times[1:])]
     e2e = [r.finished_time - r.arrival_time for r in done]
     out = dict(finished=len(done))
     for name, xs in (('ttft', ttft), ('itl', itl), ('e2e', e2e)):
         d = {k: float('nan') if v is None else v for k, v in distribution(xs).items()}
-        out.update({f'{name}_mean_ms': d['mean'], f'{name}_p50_ms': d['median'], f'{name}_p90_ms': d['p90'], f'{name}_p99_ms': d['p99']})
+        out.update(
+            {
+                f'{name}_mean_ms': d['mean'],
+                f'{name}_p50_ms': d['median'],
+                f'{name}_p90_ms': d['p90'],
+                f'{name}_p99_ms': d['p99'],
+            }
+        )
     return out
 
 # %% ../../nbs/06_scheduler.ipynb #f1b8ad56
@@ -72,11 +88,15 @@ SIM_CONFIGS = dict(static=dict(batching='static', max_num_batched_tokens=65536, 
                    continuous=dict(max_num_batched_tokens=4096, enable_chunked_prefill=False),
                    chunked=dict(max_num_batched_tokens=512, enable_chunked_prefill=True))
 
-def run_simulation(name: str, num_blocks: int = 4096, seed: int = 0, **trace_kw) -> tuple[dict, list[Request]]:
+def run_simulation(
+    name: str, num_blocks: int = 4096, seed: int = 0, **trace_kw
+) -> tuple[dict, list[Request]]:
     "One of SIM_CONFIGS on the declared trace; returns (stats, requests)"
-    s = Scheduler(BlockManager(num_blocks, 16, enable_prefix_caching=False), max_num_seqs=64, max_model_len=4096, **SIM_CONFIGS[name])
+    s = Scheduler(BlockManager(num_blocks, 16, enable_prefix_caching=False), max_num_seqs=64,
+                  max_model_len=4096, **SIM_CONFIGS[name])
     reqs = simulate(s, poisson_trace(seed=seed, **trace_kw))
-    return dict(scheduler=name, **latency_stats(reqs), preemptions=s.counters['preemptions'], steps=s.counters['steps']), reqs
+    return dict(scheduler=name, **latency_stats(reqs), preemptions=s.counters['preemptions'],
+                steps=s.counters['steps']), reqs
 
 # %% ../../nbs/06_scheduler.ipynb #0f24d98e
 def plot_simulated_latency_cdfs(sims: dict):
@@ -84,13 +104,24 @@ def plot_simulated_latency_cdfs(sims: dict):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8)); rows = []
     for name, (_, reqs) in sims.items():
-        ttft = sorted((r.first_token_time - r.arrival_time) * 1e3 for r in reqs if r.first_token_time is not None)
+        ttft = sorted(
+            (r.first_token_time - r.arrival_time) * 1e3 for r in reqs if r.first_token_time is not None
+        )
         itl = sorted((b - a) * 1e3 for r in reqs for a, b in zip(r.token_times, r.token_times[1:]))
         for ax, xs, metric in ((axes[0], ttft, 'ttft_ms'), (axes[1], itl, 'itl_ms')):
             ax.plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], label=name)
-            rows += [dict(scheduler=name, metric=metric, quantile=q / 100, value=xs[min(len(xs) - 1, int(q / 100 * len(xs)))]) for q in range(0, 101, 5)]
+            rows += [
+                dict(
+                    scheduler=name,
+                    metric=metric,
+                    quantile=q / 100,
+                    value=xs[min(len(xs) - 1, int(q / 100 * len(xs)))],
+                )
+                for q in range(0, 101, 5)
+            ]
     axes[0].set(xscale='log', xlabel='time to first token (ms)', ylabel='fraction of requests', title='TTFT')
-    axes[1].set(xscale='log', xlabel='inter-token latency (ms)', ylabel='fraction of gaps', title='Inter-token latency')
+    axes[1].set(xscale='log', xlabel='inter-token latency (ms)', ylabel='fraction of gaps',
+                title='Inter-token latency')
     for ax in axes: ax.legend(); ax.grid(alpha=.3)
     fig.tight_layout()
     return fig, rows

@@ -17,51 +17,79 @@ __all__ = ['PREFIXES', 'ENGINE_KEYS', 'poison_kv', 'serve_alone', 'check_engine'
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #68527dba
 def poison_kv(llm: LLM, value: float = float('nan')) -> None:
-    "Fill every layer's K and V cache with `value`: a read of any slot the engine did not write then shows in the output"
+    """Fill every layer's K and V cache with `value`: a read of any slot the engine did not write then
+    shows in the output"""
     for k, v in llm.kv_caches: k.fill_(value); v.fill_(value)
 
 def serve_alone(model, prompt, params: SamplingParams) -> list[list[int]]:
-    "The token ids of each sample of `prompt`, served alone on a fresh engine with room to spare: what isolation is judged by"
+    """The token ids of each sample of `prompt`, served alone on a fresh engine with room to spare: what
+    isolation is judged by"""
     blocks = params.n * -(-(len(prompt) + params.max_tokens) // 16)
     llm = LLM(model, block_size=16, num_blocks=max(64, 2 * blocks), max_num_seqs=max(64, params.n))
     return [c.token_ids for c in llm.generate([list(prompt)], params)[0].outputs]
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #b3941507
 def check_engine(llm: LLM) -> None:
-    "The engine's invariants between two steps: the scheduler's and the pool's, no copy in flight, every request accounted for once"
+    """The engine's invariants between two steps: the scheduler's and the pool's, no copy in flight, every
+    request accounted for once"""
     s, bm = llm.scheduler, llm.block_manager
     check_scheduler(s)
     assert bm.num_copies_in_flight == 0, f"{bm.num_copies_in_flight} copies still in flight between steps"
     samples = {r.request_id: r for g in llm._groups.values() for r in g['samples']}
-    assert set(s.requests) == {sid for sid, r in samples.items() if not r.finished}, "the scheduler's requests and the engine's disagree"
-    to_report = {r.request_id[0] for r in s.finished}                  # ended since the last step (cancelled, say): the next step reports them
-    assert all(r.finished and samples.get(r.request_id) is r for r in s.finished), "a finished request no one will report"
+    assert set(s.requests) == {sid for sid, r in samples.items() if not r.finished}, (
+        "the scheduler's requests and the engine's disagree"
+    )
+    # ended since the last step (cancelled, say): the next step reports them
+    to_report = {r.request_id[0] for r in s.finished}
+    assert all(r.finished and samples.get(r.request_id) is r for r in s.finished), (
+        "a finished request no one will report"
+    )
     for rid, g in llm._groups.items():
-        assert rid in to_report or not all(r.finished for r in g['samples']), f"request {rid!r} has finished but will never be reported"
-        assert len(g['samples']) <= g['params'].n and all(r.request_id[0] == rid for r in g['samples']), f"request {rid!r}: a foreign sample"
+        assert rid in to_report or not all(r.finished for r in g['samples']), (
+            f"request {rid!r} has finished but will never be reported"
+        )
+        assert len(g['samples']) <= g['params'].n and all(r.request_id[0] == rid for r in g['samples']), (
+            f"request {rid!r}: a foreign sample"
+        )
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #f5f9e18a
 PREFIXES = [tuple(range(3, 35)), tuple(range(3, 11)) + (40,) * 24, (7, 7, 7, 7) * 8]
-ENGINE_KEYS = ('block_size', 'num_blocks', 'max_num_seqs', 'max_num_batched_tokens', 'enable_chunked_prefill', 'enable_prefix_caching')
+ENGINE_KEYS = ('block_size', 'num_blocks', 'max_num_seqs', 'max_num_batched_tokens', 'enable_chunked_prefill',
+               'enable_prefix_caching')
 
 def random_case(seed: int) -> dict:
-    "A seeded adversarial workload: a starved engine and requests with shared prefixes, salts, n up to 3, late arrivals and cancellations"
+    """A seeded adversarial workload: a starved engine and requests with shared prefixes, salts, n up to 3,
+    late arrivals and cancellations"""
     rng = random.Random(seed)
     reqs = []
     for _ in range(rng.randint(2, 7)):
-        prompt = list(rng.choice(PREFIXES)[:rng.randint(1, 24)]) + [rng.randint(50, 60) for _ in range(rng.randint(0, 3))]
-        reqs.append(dict(prompt=prompt, n=rng.choice([1, 1, 2, 3]), max_tokens=rng.randint(1, 12), salt=rng.choice([None, None, 'a', 'b']),
-                         arrive=rng.randint(0, 6), cancel=rng.randint(1, 25) if rng.random() < 0.25 else None))
+        prompt = list(rng.choice(PREFIXES)[: rng.randint(1, 24)]) + [
+            rng.randint(50, 60) for _ in range(rng.randint(0, 3))
+        ]
+        reqs.append(
+            dict(
+                prompt=prompt,
+                n=rng.choice([1, 1, 2, 3]),
+                max_tokens=rng.randint(1, 12),
+                salt=rng.choice([None, None, 'a', 'b']),
+                arrive=rng.randint(0, 6),
+                cancel=rng.randint(1, 25) if rng.random() < 0.25 else None,
+            )
+        )
     block_size, chunked = rng.choice([1, 2, 4, 8, 16]), rng.random() < 0.7
-    need = max(-(-(len(r['prompt']) + r['max_tokens']) // block_size) for r in reqs)   # the largest request fits the pool alone
-    longest = max(len(r['prompt']) for r in reqs)                                      # and, unchunked, one step
-    return dict(seed=seed, block_size=block_size, num_blocks=need + rng.randint(0, 2 * need), max_num_seqs=rng.randint(3, 8),
+    # the largest request fits the pool alone
+    need = max(-(-(len(r['prompt']) + r['max_tokens']) // block_size) for r in reqs)
+    # and, unchunked, one step
+    longest = max(len(r['prompt']) for r in reqs)
+    return dict(seed=seed, block_size=block_size, num_blocks=need + rng.randint(0, 2 * need),
+                max_num_seqs=rng.randint(3, 8),
                 max_num_batched_tokens=rng.randint(1, 32) if chunked else rng.randint(longest, longest + 16),
                 enable_chunked_prefill=chunked, enable_prefix_caching=rng.random() < 0.8, requests=reqs)
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #dfd46106
 def run_case(model, case: dict, max_steps: int = 2000) -> dict:
-    "Serve `case` through the step API on a NaN-poisoned engine, cancelling on schedule, `check_engine` after every step"
+    """Serve `case` through the step API on a NaN-poisoned engine, cancelling on schedule, `check_engine`
+    after every step"""
     llm = LLM(model, max_model_len=64, **{k: case[k] for k in ENGINE_KEYS})
     poison_kv(llm)
     ids, outs, step = {}, {}, 0
@@ -79,23 +107,34 @@ def run_case(model, case: dict, max_steps: int = 2000) -> dict:
         assert step < max_steps, f"case {case['seed']}: requests unfinished after {max_steps} steps"
     assert llm.block_manager.num_used_blocks == 0, f"case {case['seed']}: blocks leaked"
     m = llm.block_manager.metrics()
-    return dict(outputs={rid: outs[rid] for rid in ids}, requests=ids, steps=step, preemptions=llm.scheduler.counters['preemptions'],
+    return dict(outputs={rid: outs[rid] for rid in ids}, requests=ids, steps=step,
+                preemptions=llm.scheduler.counters['preemptions'],
                 cancelled=sum(c.finish_reason == 'cancelled' for o in outs.values() for c in o.outputs),
                 **{k: m[k] for k in ('cow_copies', 'prefix_hit_tokens', 'evictions')})
 
+# %% ../../nbs/10_isolation_and_faults.ipynb #e91bdc88
 def isolation_failures(model, result: dict) -> list[str]:
     "Every sample that differs from its prompt served alone (a cancelled sample may stop early, never differ)"
     bad = []
     for rid, r in result['requests'].items():
-        want = serve_alone(model, r['prompt'], SamplingParams(n=r['n'], max_tokens=r['max_tokens'], temperature=0, ignore_eos=True))
+        want = serve_alone(
+            model,
+            r['prompt'],
+            SamplingParams(n=r['n'], max_tokens=r['max_tokens'], temperature=0, ignore_eos=True),
+        )
         for c, w in zip(result['outputs'][rid].outputs, want):
-            if not (c.token_ids == w if c.finish_reason == 'length' else c.finish_reason == 'cancelled' and c.token_ids == w[:len(c.token_ids)]):
+            if not (
+                c.token_ids == w
+                if c.finish_reason == 'length'
+                else c.finish_reason == 'cancelled' and c.token_ids == w[: len(c.token_ids)]
+            ):
                 bad.append(f"request {rid} sample {c.index}: {c.finish_reason} {c.token_ids}, alone {w}")
     return bad
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #2b7239e8
 class RefuseBlocks:
-    "A block manager that raises `error` on every allocation and append for request `request_id`, and is the real one otherwise"
+    """A block manager that raises `error` on every allocation and append for request `request_id`, and is
+    the real one otherwise"""
     def __init__(self, bm, request_id, error: Exception):
         self._bm, self._rid, self._error = bm, request_id, error
     def __getattr__(self, name): return getattr(self._bm, name)
@@ -111,10 +150,12 @@ class RefuseBlocks:
 
 def refuse_blocks(llm: LLM, request_id, error: Exception | None = None) -> None:
     "From now on the engine's scheduler gets an error for every block `request_id` asks for"
-    llm.scheduler.bm = RefuseBlocks(llm.block_manager, request_id, error or RuntimeError('injected: allocation refused'))
+    llm.scheduler.bm = RefuseBlocks(llm.block_manager, request_id,
+                                    error or RuntimeError('injected: allocation refused'))
 
 def fail_forward(llm: LLM, times: int = 1, error: BaseException | None = None) -> None:
-    "The engine's next `times` forward passes raise `error` (a `KeyboardInterrupt` too); after them the model works again"
+    """The engine's next `times` forward passes raise `error` (a `KeyboardInterrupt` too); after them the
+    model works again"""
     left, forward, error = [times], llm.model.forward, error or RuntimeError('injected: the model failed')
     def failing(*a, **kw):
         if left[0] > 0: left[0] -= 1; raise error
@@ -123,13 +164,15 @@ def fail_forward(llm: LLM, times: int = 1, error: BaseException | None = None) -
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #d18ea34c
 def fingerprint(llm: LLM) -> tuple:
-    "What a refused call must not change: the requests the engine and the scheduler hold, the queues, the pool and its counters"
+    """What a refused call must not change: the requests the engine and the scheduler hold, the queues, the
+    pool and its counters"""
     s = llm.scheduler
-    return (tuple(llm._groups), tuple(s.requests), tuple(r.request_id for r in s.waiting), tuple(s.running), tuple(s.counters.items()),
-            tuple(llm.block_manager.metrics().items()), len(llm._stash))
+    return (tuple(llm._groups), tuple(s.requests), tuple(r.request_id for r in s.waiting), tuple(s.running),
+            tuple(s.counters.items()), tuple(llm.block_manager.metrics().items()), len(llm._stash))
 
 def refusal(llm: LLM, call) -> tuple[str, bool]:
-    "The error `call()` raises (type: message, first line) and whether it left `llm` unchanged; an `AssertionError` if it raises nothing"
+    """The error `call()` raises (type: message, first line) and whether it left `llm` unchanged; an
+    `AssertionError` if it raises nothing"""
     before = fingerprint(llm)
     try: call()
     except (ValueError, TypeError) as err: msg = f"{type(err).__name__}: {str(err).splitlines()[0]}"
@@ -143,26 +186,43 @@ def rss_bytes() -> int:
         with open('/proc/self/statm') as f: return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
     except OSError: return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
-def soak(llm: LLM, num_requests: int, seed: int = 0, arrival_rate: float = 0.5, cancel_rate: float = 0.05, checkpoints: int = 10) -> dict:
-    "Serve `num_requests` random requests through the step API (arrivals and cancellations per step at the given rates); pool and RSS at checkpoints"
+# %% ../../nbs/10_isolation_and_faults.ipynb #6fac7a53
+def soak(llm: LLM, num_requests: int, seed: int = 0, arrival_rate: float = 0.5, cancel_rate: float = 0.05,
+         checkpoints: int = 10) -> dict:
+    """Serve `num_requests` random requests through the step API (arrivals and cancellations per step at
+    the given rates); pool and RSS at checkpoints"""
     rng, V, bm = random.Random(seed), llm.config.shape.vocab_size, llm.block_manager
     prefixes = [[rng.randrange(V) for _ in range(48)] for _ in range(4)]
     live, reasons, rows, submitted, steps, every = set(), {}, [], 0, 0, max(1, num_requests // checkpoints)
     baseline, rss0 = bm.num_free_blocks + bm.num_cached_blocks, rss_bytes()
     while submitted < num_requests or llm.has_unfinished_requests():
         while submitted < num_requests and rng.random() < arrival_rate:
-            prompt = rng.choice(prefixes)[:rng.randint(0, 48)] + [rng.randrange(V) for _ in range(rng.randint(1, 24))]
-            sp = SamplingParams(n=rng.choice([1, 1, 1, 2, 3]), max_tokens=rng.randint(1, 32), temperature=rng.choice([0.0, 0.8]), seed=submitted)
+            prompt = rng.choice(prefixes)[: rng.randint(0, 48)] + [
+                rng.randrange(V) for _ in range(rng.randint(1, 24))
+            ]
+            sp = SamplingParams(n=rng.choice([1, 1, 1, 2, 3]), max_tokens=rng.randint(1, 32),
+                                temperature=rng.choice([0.0, 0.8]), seed=submitted)
             live.add(llm.add_request(prompt, sp, cache_salt=rng.choice([None, 'a']))); submitted += 1
             if submitted % every == 0:
                 gc.collect()
-                rows.append(dict(submitted=submitted, live=len(live), used_blocks=bm.num_used_blocks, cached_blocks=bm.num_cached_blocks,
-                                 rss_mib=round(rss_bytes() / 2**20, 1)))
+                rows.append(
+                    dict(
+                        submitted=submitted,
+                        live=len(live),
+                        used_blocks=bm.num_used_blocks,
+                        cached_blocks=bm.num_cached_blocks,
+                        rss_mib=round(rss_bytes() / 2**20, 1),
+                    )
+                )
         if live and rng.random() < cancel_rate: llm.abort(rng.choice(sorted(live)))
         for o in llm.step():
-            if o.finished: live.discard(o.request_id); reasons[o.outputs[0].finish_reason] = reasons.get(o.outputs[0].finish_reason, 0) + 1
+            if o.finished:
+                live.discard(o.request_id)
+                reasons[o.outputs[0].finish_reason] = reasons.get(o.outputs[0].finish_reason, 0) + 1
         steps += 1
     gc.collect()
-    return dict(requests=num_requests, steps=steps, finish_reasons=dict(sorted(reasons.items())), checkpoints=rows, pool_blocks=bm.num_blocks,
-                baseline_available=baseline, end_available=bm.num_free_blocks + bm.num_cached_blocks, end_used=bm.num_used_blocks,
-                end_in_flight=bm.num_copies_in_flight, rss_start_mib=rss0 / 2**20, rss_end_mib=rss_bytes() / 2**20)
+    return dict(requests=num_requests, steps=steps, finish_reasons=dict(sorted(reasons.items())),
+                checkpoints=rows, pool_blocks=bm.num_blocks, baseline_available=baseline,
+                end_available=bm.num_free_blocks + bm.num_cached_blocks, end_used=bm.num_used_blocks,
+                end_in_flight=bm.num_copies_in_flight, rss_start_mib=rss0 / 2**20,
+                rss_end_mib=rss_bytes() / 2**20)
