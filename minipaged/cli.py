@@ -113,7 +113,7 @@ def _print_report(s):
     )
     print(f"\nPaging, lengths {s['paging']['lengths']}:\n" + format_rows(s['paging']['rows']))
     w = s['paging']['mean_tail_waste_uniform_1_512']
-    print(f"\nMean tail waste, lengths uniform on 1..512: " + ', '.join(f"B={B}: {v}" for B, v in w.items())
+    print("\nMean tail waste, lengths uniform on 1..512: " + ', '.join(f"B={B}: {v}" for B, v in w.items())
           + f"; fixed 512-slot reservation: {s['paging']['mean_reservation_waste_uniform_1_512']}")
     print(
         '\nwrote '
@@ -142,13 +142,9 @@ def _check_out(path) -> None:
     finally:
         for d in reversed(made): d.rmdir()
 
-# %% ../nbs/90_cli.ipynb #b7ec4e8d
-def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The `minipaged` parser: one subcommand per headline computation (`argv` decides whether `bench`'s
-    options are loaded)"""
-    p = _Parser(prog='minipaged',
-                description='minipaged: the memory machinery of LLM serving, as a course and a library')
-    sub = p.add_subparsers(dest='command', required=True, metavar='{kv,paging,report,bench}')
+# %% ../nbs/90_cli.ipynb #7c7ad145
+def _add_kv_parser(sub) -> argparse.ArgumentParser:
+    "The `kv` subcommand: a model shape from a config, a preset or flags; a context; a batch"
     kv = sub.add_parser('kv', help='KV-cache bytes of a model shape', description=cmd_kv.__doc__)
     kv.add_argument('--config', help='a Hugging Face config.json (or the checkpoint directory holding it)')
     kv.add_argument('--preset', help=f"a named shape: {', '.join(PRESET_CONFIGS)}")
@@ -159,6 +155,16 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     kv.add_argument('--dtype', help='KV cache dtype (default: the config\'s dtype, bfloat16 for flags)')
     kv.add_argument('--context', type=int, default=4096, help='retained tokens per request (default 4096)')
     kv.add_argument('--batch', type=int, default=1, help='number of such requests (default 1)')
+    return kv
+
+# %% ../nbs/90_cli.ipynb #b7ec4e8d
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The `minipaged` parser: one subcommand per headline computation (`argv` decides whether `bench`'s
+    options are loaded)"""
+    p = _Parser(prog='minipaged',
+                description='minipaged: the memory machinery of LLM serving, as a course and a library')
+    sub = p.add_subparsers(dest='command', required=True, metavar='{kv,paging,report,bench}')
+    kv = _add_kv_parser(sub)
     pg = sub.add_parser('paging', help='slots, waste and utilization: fixed reservation vs pages',
                         description=cmd_paging.__doc__)
     pg.add_argument('--lengths', type=int, nargs='+', required=True,
@@ -172,8 +178,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     bench = sub.add_parser(
         'bench',
         help='serve a declared workload: TTFT/TPOT/ITL/E2E, goodput, KV high-water marks, ablations',
-        description='The serving benchmark of chapter 09 (the main job): a declared, seeded workload through '
-                    'the engine',
+        description='The serving benchmark of chapter 09 (the main '
+        'job): '
+        'a declared, seeded workload through the engine',
     )
     if argv is None or argv[:1] == ['bench']:       # its options import torch: only when asked for
         from minipaged.bench.cli import add_bench_arguments, run_bench_cli

@@ -455,16 +455,9 @@ def _output(self, rid) -> RequestOutput:
     finished = all(r.finished for r in reqs)
     # it ended before its prompt did: the samples it never forked end the same way, empty
     if finished and len(outs) < g['params'].n:
-        outs += [
-            CompletionOutput(
-                index=j,
-                token_ids=[],
-                text='' if self.tokenizer else None,
-                finish_reason=outs[0].finish_reason,
-                error=outs[0].error,
-            )
-            for j in range(len(outs), g['params'].n)
-        ]
+        outs += [CompletionOutput(index=j, token_ids=[], text='' if self.tokenizer else None,
+                                  finish_reason=outs[0].finish_reason, error=outs[0].error)
+                 for j in range(len(outs), g['params'].n)]
     metrics = dict(
         arrival_time=first.arrival_time,
         first_scheduled_time=first.first_scheduled_time,
@@ -523,35 +516,36 @@ def _as_prompts(prompts) -> list:
                          f"{type(prompts).__name__}")
     return [list(prompts)] if prompts and all(is_int(t) for t in prompts) else list(prompts)
 
-# %% ../../nbs/08_engine.ipynb #98c7be69
+# %% ../../nbs/08_engine.ipynb #ebcf3cd9
 @patch_to(LLM)
-def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
-             use_tqdm: bool | None = None) -> list[RequestOutput]:
-    "Generate for every prompt (token-id lists or strings); one `RequestOutput` per prompt, in input order"
-    prompts = _as_prompts(prompts)
-    params = (
-        list(sampling_params)
-        if isinstance(sampling_params, (list, tuple))
-        else [sampling_params] * len(prompts)
-    )
-    if len(params) != len(prompts): raise ValueError(f"sampling_params has {len(params)} entries for "
-                                                     f"{len(prompts)} prompts")
+def _check_generate(self, prompts, sampling_params, use_tqdm) -> list[dict]:
+    "Every prompt and its sampling parameters checked before any is submitted; errors name the prompt"
+    prompts, many = _as_prompts(prompts), isinstance(sampling_params, (list, tuple))
+    params = list(sampling_params) if many else [sampling_params] * len(prompts)
+    if len(params) != len(prompts):
+        raise ValueError(f"sampling_params has {len(params)} entries for {len(prompts)} prompts")
     wrong = next((i for i, p in enumerate(params) if not (p is None or isinstance(p, SamplingParams))), None)
     if wrong is not None:
-        where = (
-            f"sampling_params[{wrong}]" if isinstance(sampling_params, (list, tuple)) else "sampling_params"
-        )
-        raise ValueError(f"{where} must be a SamplingParams (or a list of them, one per prompt), got "
-                         f"{type(params[wrong]).__name__}")
+        where = f"sampling_params[{wrong}]" if many else "sampling_params"
+        raise ValueError(f"{where} must be a SamplingParams (or a list of them, one per prompt), "
+                         f"got {type(params[wrong]).__name__}")
     if use_tqdm is not None: check_bool('use_tqdm', use_tqdm)
     checked = []
     for i, (p, sp) in enumerate(zip(prompts, params)):
         try: checked.append(self._check_request(p, sp))
         except ValueError as e: raise ValueError(f"prompts[{i}]: {e}") from None
+    return checked
+
+# %% ../../nbs/08_engine.ipynb #98c7be69
+@patch_to(LLM)
+def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
+             use_tqdm: bool | None = None) -> list[RequestOutput]:
+    "Generate for every prompt (token-id lists or strings); one `RequestOutput` per prompt, in input order"
+    checked = self._check_generate(prompts, sampling_params, use_tqdm)
     ids, results, bar = [], {}, None
     try:
         for r in checked: ids.append(self._submit(r))
-        if use_tqdm or (use_tqdm is None and len(prompts) >= 16):
+        if use_tqdm or (use_tqdm is None and len(checked) >= 16):
             from tqdm.auto import tqdm
             bar = tqdm(total=len(ids), desc='generate', unit='req')
         wanted = set(ids)

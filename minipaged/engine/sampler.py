@@ -8,7 +8,7 @@ __all__ = ['SamplingParams', 'filter_logits', 'sample_tokens']
 # %% ../../nbs/08_engine.ipynb #imp06462
 from dataclasses import dataclass
 import torch
-from ..utils import check_bool, check_int, check_number, is_int
+from ..utils import check_bool, check_int, check_number, is_int, patch_to
 
 # %% ../../nbs/08_engine.ipynb #34f4fc6a
 @dataclass(frozen=True)
@@ -30,28 +30,32 @@ class SamplingParams:
         if not is_int(self.top_k) or self.top_k < -1:
             raise ValueError(f"top_k must be an integer: -1 or 0 (off), or >= 1, got {self.top_k!r}")
         stop, procs = self.stop_token_ids, self.logits_processors
-        # a NumPy array, a tensor
-        if hasattr(stop, 'tolist') and not isinstance(stop, (list, tuple)): stop = stop.tolist()
+        if hasattr(stop, 'tolist') and not isinstance(stop, (list, tuple)): stop = stop.tolist()  # an array
         if not isinstance(stop, (list, tuple, set, frozenset)):
             raise ValueError(f"stop_token_ids must be a list of token ids, got {stop!r}")
         if not isinstance(procs, (list, tuple)) or not all(callable(f) for f in procs):
             raise ValueError("logits_processors must be a list of callables (token ids, logits) -> logits, "
                              f"got {procs!r}")
+        # seed + i: int64
+        seed = None if self.seed is None else check_int('seed', self.seed, -(2**63), 2**63 - n)
         fields = dict(
             n=n,
             temperature=check_number('temperature', self.temperature, 0),
             top_k=int(self.top_k),
             top_p=check_number('top_p', self.top_p, 0, 1, low_open=True),
-            # seed + i fits an int64
-            seed=None if self.seed is None else check_int('seed', self.seed, -(2**63), 2**63 - n),
+            seed=seed,
             max_tokens=check_int('max_tokens', self.max_tokens, 1),
             stop_token_ids=tuple(check_int(f'stop_token_ids[{i}]', t, 0) for i, t in enumerate(stop)),
             ignore_eos=check_bool('ignore_eos', self.ignore_eos),
             logits_processors=tuple(procs),
         )
         for k, v in fields.items(): object.__setattr__(self, k, v)
-    @property
-    def greedy(self) -> bool: return self.temperature == 0
+
+# %% ../../nbs/08_engine.ipynb #23889103
+@patch_to(SamplingParams, as_prop=True)
+def greedy(self) -> bool:
+    "Temperature 0: always the most likely token"
+    return self.temperature == 0
 
 # %% ../../nbs/08_engine.ipynb #ece79d1c
 def filter_logits(
