@@ -44,7 +44,7 @@ class EngineConfig:
     memory_bytes: int | None = None       # the budget's memory; None: the GPU's total, or 256 MiB on a CPU
     policy: str = 'fcfs'                  # the waiting queue's order: arrival, or (priority, arrival)
     seed: int = 0                         # seeds the samples that bring no seed of their own
-    allocator: str = 'paged'              # 'reserved': chapter 05's max_model_len reservation per request
+    allocator: str = 'paged'              # 'reserved': chapter 05b's max_model_len reservation per request
     batching: str = 'continuous'          # 'static': chapter 06's request-level batching
 
     def __post_init__(self):

@@ -58,7 +58,7 @@ class LLM:
         self.device = torch.device(cfg.device)
         self.model, self.tokenizer, self.model_id = self._load(model, cfg.dtype, tokenizer)
         self.config = self.model.config                     # the model's; the engine's is engine_config
-        # the caller of the backend (step) zeroes every block it hands out: chapter 03's clean pages
+        # the caller of the backend (step) zeroes every block it hands out: chapter 03b's clean pages
         self.backend = select_attention_backend(cfg.attention_backend, self.device, clean_pages=True)
         self.budget = None
         cfg = self.engine_config = self._resolve(cfg)       # what runs: what it left to the engine, decided
