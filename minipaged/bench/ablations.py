@@ -51,19 +51,27 @@ def largest_effect(row: dict, base: dict, metrics=EFFECT_METRICS) -> str:
     "The metric of `row` that moved most against `base`, by the absolute log of their ratio"
     if row.get('rejected', 0) != base.get('rejected', 0):
         return f"rejected {base['rejected']} -> {row['rejected']}"
-    pairs = [
-        (abs(math.log(row[m] / base[m])), m)
-        for m in metrics
-        if row.get(m) and base.get(m) and row[m] > 0 and base[m] > 0
-    ]
+    pairs = [(abs(math.log(row[m] / base[m])), m) for m in metrics
+             if row.get(m) and base.get(m) and row[m] > 0 and base[m] > 0]
     if not pairs: return '-'
     _, m = max(pairs)
     return f"{m} x{row[m] / base[m]:.2f}"
 
+# %% ../../nbs/09_serving_benchmark.ipynb #81090045
+_ROW_METRICS = ('completed', 'rejected', 'max_running', 'mean_running', 'kv_high_water_frac',
+                'mean_waste_per_seq', 'prefix_hit_tokens', 'prefill_tokens', 'preemptions', 'ttft_median_ms',
+                'ttft_p99_ms', 'itl_p99_ms', 'tpot_median_ms', 'e2e_median_ms', 'output_throughput',
+                'goodput')
+
+def _ablation_row(name: str, config: EngineConfig, knob: str | None, s: dict) -> dict:
+    "The table's row of `config`, which changed `knob` (None: the baseline), from its run summary `s`"
+    changed = '-' if knob is None else f"{knob}={getattr(config, knob)}"
+    return dict(config=name, changed=changed, limited_by=s['limited_by'], **{k: s[k] for k in _ROW_METRICS},
+                mechanism='-' if knob is None else MECHANISMS[knob])
+
 # %% ../../nbs/09_serving_benchmark.ipynb #4727b95e
-def run_ablations(
-    make_llm, workload: Workload, configs: dict | None = None, slo: SLO = SLO(), progress=None
-) -> tuple[list[dict], dict]:
+def run_ablations(make_llm, workload: Workload, configs: dict | None = None, slo: SLO = SLO(),
+                  progress=None) -> tuple[list[dict], dict]:
     "Serve `workload` on `make_llm(config)` for each of `configs` (the baseline first); (rows, {name: Run})"
     configs = configs or ablation_configs()
     runs, rows, reference, base = {}, [], None, next(iter(configs.values()))
@@ -73,37 +81,7 @@ def run_ablations(
         signature = [(r.index, r.prompt_len, r.arrival) for r in run.records]
         if reference is None: reference = signature
         if signature != reference: raise AssertionError(f"{name}: the workload changed between ablation rows")
-        s = run_summary(run, slo)
-        changed = '-' if knob is None else f"{knob}={getattr(config, knob)}"
-        rows.append(
-            dict(
-                config=name,
-                changed=changed,
-                limited_by=s['limited_by'],
-                **{
-                    k: s[k]
-                    for k in (
-                        'completed',
-                        'rejected',
-                        'max_running',
-                        'mean_running',
-                        'kv_high_water_frac',
-                        'mean_waste_per_seq',
-                        'prefix_hit_tokens',
-                        'prefill_tokens',
-                        'preemptions',
-                        'ttft_median_ms',
-                        'ttft_p99_ms',
-                        'itl_p99_ms',
-                        'tpot_median_ms',
-                        'e2e_median_ms',
-                        'output_throughput',
-                        'goodput',
-                    )
-                },
-                mechanism='-' if knob is None else MECHANISMS[knob],
-            )
-        )
+        rows.append(_ablation_row(name, config, knob, run_summary(run, slo)))
     for row in rows: row['largest_effect'] = largest_effect(row, rows[0]) if row['changed'] != '-' else '-'
     return rows, runs
 
@@ -113,20 +91,13 @@ def step_time_ms(llm: LLM, num_decodes: int, chunk: int, context: int = 64, repe
     prefill chunk of `chunk` tokens"""
     rng = np.random.default_rng(0)
     prompt = lambda n: rng.integers(3, llm.config.shape.vocab_size, size=n).tolist()
-    ids = [
-        llm.add_request(
-            prompt(context), SamplingParams(max_tokens=8 * repeats + 8, temperature=0.0, ignore_eos=True)
-        )
-        for _ in range(num_decodes)
-    ]
+    greedy = lambda n: SamplingParams(max_tokens=n, temperature=0.0, ignore_eos=True)
+    ids = [llm.add_request(prompt(context), greedy(8 * repeats + 8)) for _ in range(num_decodes)]
     while llm.scheduler.waiting or any(r.num_uncomputed > 1 for r in llm.scheduler.running.values()):
         llm.step()
     times = []
     for _ in range(repeats):
-        if chunk:
-            ids.append(
-                llm.add_request(prompt(chunk), SamplingParams(max_tokens=1, temperature=0.0, ignore_eos=True))
-            )
+        if chunk: ids.append(llm.add_request(prompt(chunk), greedy(1)))
         start = time.perf_counter(); llm.step(); times.append((time.perf_counter() - start) * 1e3)
     for rid in ids:
         try: llm.abort(rid)
@@ -140,6 +111,8 @@ def capacity_sweep(make_llm, configs: dict, workload: Workload, rates, slo: SLO,
     """Serve `workload` at each rate on `make_llm(config)` for each of `configs` ({name: EngineConfig});
     returns (rows, {name: highest supported rate or None})"""
     if not 0 < attainment <= 1: raise ValueError(f"attainment must be in (0, 1], got {attainment}")
+    keys = ('request_throughput', 'ttft_median_ms', 'ttft_p90_ms', 'tpot_median_ms', 'e2e_median_ms',
+            'max_running')
     rows, best = [], {}
     for name, config in configs.items():
         best[name], ok = None, True
@@ -149,26 +122,8 @@ def capacity_sweep(make_llm, configs: dict, workload: Workload, rates, slo: SLO,
             meets = s['slo_attainment'] >= attainment
             ok = ok and meets
             if ok: best[name] = rate
-            rows.append(
-                dict(
-                    config=name,
-                    rate=rate,
-                    meets=meets,
-                    slo_attainment=s['slo_attainment'],
-                    goodput=s['goodput'],
-                    **{
-                        k: s[k]
-                        for k in (
-                            'request_throughput',
-                            'ttft_median_ms',
-                            'ttft_p90_ms',
-                            'tpot_median_ms',
-                            'e2e_median_ms',
-                            'max_running',
-                        )
-                    },
-                )
-            )
+            rows.append(dict(config=name, rate=rate, meets=meets, slo_attainment=s['slo_attainment'],
+                             goodput=s['goodput'], **{k: s[k] for k in keys}))
     return rows, best
 
 # %% ../../nbs/09_serving_benchmark.ipynb #2ba49659

@@ -109,27 +109,22 @@ def _bench_options(a) -> tuple[Workload, SLO, EngineConfig]:
             raise ValueError(f"--{opt.replace('_', '-')} must be > 0 and finite, got {v!r}")
     if (get('seed') or 0) < 0: raise ValueError(f"--seed must be a non-negative integer, got {get('seed')}")
     if (get('threads') or 0) > (os.cpu_count() or 1):
-        raise ValueError(
-            f"--threads must be at most {os.cpu_count()}, this machine's CPUs, got {get('threads')}"
-        )
+        raise ValueError(f"--threads must be at most {os.cpu_count()}, this machine's CPUs, "
+                         f"got {get('threads')}")
     engine_choices = [(k, CHOICES[k]) for k in ENGINE_FLAGS if k in CHOICES]     # EngineConfig's values
     choices = [('arrival', ARRIVALS), *engine_choices, ('device', ('cpu', 'cuda'))]
     for opt, allowed in choices:
         v = get(opt)
-        if v is not None and v not in allowed: raise ValueError(f"--{opt} must be one of "
-                                                                f"{', '.join(allowed)}, got {v!r}")
-    if get('device') == 'cuda' and not torch.cuda.is_available(): raise ValueError("--device cuda: no CUDA "
-                                                                                   "device is available")
-    if get('model') and not Path(get('model')).is_dir(): raise ValueError("--model must be a checkpoint "
-                                                                          f"directory, got {get('model')!r}")
+        if v is not None and v not in allowed:
+            raise ValueError(f"--{opt} must be one of {', '.join(allowed)}, got {v!r}")
+    if get('device') == 'cuda' and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is available")
+    if get('model') and not Path(get('model')).is_dir():
+        raise ValueError(f"--model must be a checkpoint directory, got {get('model')!r}")
     try: w = workload_from_json(get('workload')) if get('workload') else DEFAULT_WORKLOAD
     except ValueError as e: raise ValueError(f"--workload: {e}") from None
-    w = replace(
-        w,
-        **{
-            k: get(k) for k in ('num_requests', 'rate', 'arrival', 'burstiness', 'seed') if get(k) is not None
-        },
-    )
+    w = replace(w, **{k: get(k) for k in ('num_requests', 'rate', 'arrival', 'burstiness', 'seed')
+                      if get(k) is not None})
     try: engine = replace(BENCH_ENGINE, **{k: get(k) for k in ENGINE_FLAGS if get(k) is not None})
     except ValueError as e: raise (_flag_error(e) or e) from None
     return w, SLO(get('slo_ttft_ms', DEFAULT_SLO.ttft_ms), get('slo_tpot_ms', DEFAULT_SLO.tpot_ms)), engine
@@ -166,58 +161,45 @@ def _bench_engines(args, engine: EngineConfig):
 
 # %% ../../nbs/09_serving_benchmark.ipynb #0a549006
 def _write_csv(path: Path, rows: list[dict]) -> str:
+    "Write `rows` to `path` as CSV, with every key of any row as a column; the path"
     keys = list(dict.fromkeys(k for r in rows for k in r))
     with path.open('w', newline='') as f:
         w = csv.DictWriter(f, fieldnames=keys); w.writeheader(); w.writerows(rows)
     return str(path)
 
 def _request_rows(runs: list[Run]) -> list[dict]:
+    "One row per request of every repetition: its lengths, how it ended, its latencies (ms), its cache hits"
+    ms = lambda x: None if x is None else x * 1e3
     rows = []
     for rep, run in enumerate(runs):
         for r in run.records:
             lat = request_latencies(r)
-            rows.append(
-                dict(
-                    repetition=rep,
-                    index=r.index,
-                    prompt_len=r.prompt_len,
-                    output_len=r.output_len,
-                    arrival_s=r.arrival,
-                    status=r.status,
-                    finish_reason=r.finish_reason,
-                    ttft_ms=None if lat['ttft'] is None else lat['ttft'] * 1e3,
-                    tpot_ms=None if lat['tpot'] is None else lat['tpot'] * 1e3,
-                    e2e_ms=None if lat['e2e'] is None else lat['e2e'] * 1e3,
-                    cached_tokens=r.cached_tokens,
-                    preemptions=r.preemptions,
-                    shared_prefix=r.shared_prefix,
-                    reason=r.reason,
-                )
-            )
+            rows.append(dict(repetition=rep, index=r.index, prompt_len=r.prompt_len, output_len=r.output_len,
+                             arrival_s=r.arrival, status=r.status, finish_reason=r.finish_reason,
+                             ttft_ms=ms(lat['ttft']), tpot_ms=ms(lat['tpot']), e2e_ms=ms(lat['e2e']),
+                             cached_tokens=r.cached_tokens, preemptions=r.preemptions,
+                             shared_prefix=r.shared_prefix, reason=r.reason))
     return rows
 
-# %% ../../nbs/09_serving_benchmark.ipynb #30822e33
-def run_bench_cli(args) -> dict:
-    """`minipaged bench`: serve a declared workload, print the metrics table, write the results folder;
-    returns the results"""
-    import matplotlib; matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    workload, slo, engine = _bench_options(args)
-    quiet = bool(getattr(args, 'json', False))
-    threads = getattr(args, 'threads', None) or (None if getattr(args, 'model', None) else 1)
-    if threads: torch.set_num_threads(threads)
-    follow_live_memory()
-    out = Path(getattr(args, 'out', 'bench_results'))
-    _, make, llm, ablation = _bench_engines(args, engine)
-    reps = getattr(args, 'repetitions', 1)
+# %% ../../nbs/09_serving_benchmark.ipynb #1c4eb252
+def _serve_repetitions(args, workload: Workload, engine: EngineConfig, make, llm: LLM,
+                       quiet: bool) -> tuple[list[Run], ProcessMemory]:
+    "Serve `--repetitions` runs, the first on `llm`, the rest on engines from `make`; (runs, memory)"
     from tqdm.auto import tqdm
+    reps = getattr(args, 'repetitions', 1)
     bar = tqdm(total=workload.num_requests * reps, desc='bench', unit='req',
                disable=getattr(args, 'no_progress', False) or quiet)
     memory = ProcessMemory(engine.device)
     runs = [serve(llm, workload, memory, bar)]
     if reps > 1: runs += repeat(make, workload, reps - 1, memory=memory, progress=bar)
     bar.close()
-    summaries = [run_summary(r, slo) for r in runs]
+    return runs, memory
+
+# %% ../../nbs/09_serving_benchmark.ipynb #16e38384
+def _write_run_files(out: Path, workload: Workload, runs: list[Run],
+                     summaries: list[dict]) -> tuple[dict, dict]:
+    "Write the workload, the CSVs and the figures of `runs` into `out`; ({name: path}, {figure: why skipped})"
+    import matplotlib.pyplot as plt
     run = runs[0]
     out.mkdir(parents=True, exist_ok=True)
     files, skipped = dict(workload=str(out / 'workload.json')), {}
@@ -226,45 +208,66 @@ def run_bench_cli(args) -> dict:
                                       [dict(repetition=i, **s) for i, s in enumerate(summaries)])
     files['requests_csv'] = _write_csv(out / 'requests.csv', _request_rows(runs))
     files['steps_csv'] = _write_csv(out / 'steps.csv', run.steps)
-    for stem, (fig, rows) in (
-        ('latency_cdf', plot_latency_cdfs({f'repetition {i}': r for i, r in enumerate(runs)})),
-        ('kv_memory', plot_kv_memory(run)),
-        ('throughput', plot_throughput(run)),
-    ):
+    figures = (('latency_cdf', plot_latency_cdfs({f'repetition {i}': r for i, r in enumerate(runs)})),
+               ('kv_memory', plot_kv_memory(run)), ('throughput', plot_throughput(run)))
+    for stem, (fig, rows) in figures:
         if rows: files[stem] = write_figure(fig, rows, out, stem)
         else: skipped[stem] = 'no request completed' if stem == 'latency_cdf' else 'no engine step ran'
         plt.close(fig)
-    result = dict(
-        model=getattr(args, 'model', None)
-        or 'tiny random Llama (minipaged.engine.model_config.tiny_config(), seed 0)',
-        workload=asdict(workload),
-        slo=asdict(slo),
-        config=run.config,
-        summaries=summaries,
-        spread=spread(summaries) if reps > 1 else [],
-        kv_high_water=high_water_rows(run),
-        chapter01_agreement=chapter01_agreement(run),
-        process_memory=process_memory_rows(run, llm),
-        memory_measured_with=memory.kind,
-        by_prompt_len=by_length(run.records, 'prompt_len'),
-        by_output_len=by_length(run.records, 'output_len', edges=(32, 64)),
-        skipped=skipped,
-    )
+    return files, skipped
+
+def _bench_result(args, workload: Workload, slo: SLO, runs: list[Run], summaries: list[dict],
+                  memory: ProcessMemory, llm: LLM, skipped: dict) -> dict:
+    "What `minipaged bench` measured, as `summary.json` holds it (before the files are added)"
+    run = runs[0]
+    return dict(model=getattr(args, 'model', None)
+                or 'tiny random Llama (minipaged.engine.model_config.tiny_config(), seed 0)',
+                workload=asdict(workload), slo=asdict(slo), config=run.config, summaries=summaries,
+                spread=spread(summaries) if len(runs) > 1 else [], kv_high_water=high_water_rows(run),
+                chapter01_agreement=chapter01_agreement(run), process_memory=process_memory_rows(run, llm),
+                memory_measured_with=memory.kind, by_prompt_len=by_length(run.records, 'prompt_len'),
+                by_output_len=by_length(run.records, 'output_len', edges=(32, 64)), skipped=skipped)
+
+# %% ../../nbs/09_serving_benchmark.ipynb #daca617c
+def _bench_ablations(args, workload: Workload, engine: EngineConfig, slo: SLO, ablation: tuple, out: Path,
+                     files: dict, quiet: bool) -> dict:
+    "Serve the ablation table of `engine`, write its CSV and figure (added to `files`); the result's entry"
+    import matplotlib.pyplot as plt
+    from tqdm.auto import tqdm
+    (pool, abl), n = ablation, min(getattr(args, 'ablation_requests', 48), workload.num_requests)
+    burst = replace(workload, num_requests=n, arrival='all_at_once', cancel_frac=0.0)
+    configs = ablation_configs(engine)
+    bar = tqdm(total=n * len(configs), desc='ablations', unit='req',
+               disable=getattr(args, 'no_progress', False) or quiet)
+    table, _ = run_ablations(abl, burst, configs, slo=slo, progress=bar); bar.close()
+    files['ablations_csv'] = _write_csv(out / 'ablations.csv', table)
+    fig, rows = plot_ablations(table)
+    files['ablations'] = write_figure(fig, rows, out, 'ablations')
+    plt.close(fig)
+    return dict(pool_slots=pool, requests=n, table=table)
+
+# %% ../../nbs/09_serving_benchmark.ipynb #30822e33
+def run_bench_cli(args) -> dict:
+    """`minipaged bench`: serve a declared workload, print the metrics table, write the results folder;
+    returns the results"""
+    import matplotlib; matplotlib.use('Agg')
+    workload, slo, engine = _bench_options(args)
+    quiet = bool(getattr(args, 'json', False))
+    threads = getattr(args, 'threads', None) or (None if getattr(args, 'model', None) else 1)
+    if threads: torch.set_num_threads(threads)
+    follow_live_memory()
+    out = Path(getattr(args, 'out', 'bench_results'))
+    _, make, llm, ablation = _bench_engines(args, engine)
+    runs, memory = _serve_repetitions(args, workload, engine, make, llm, quiet)
+    summaries = [run_summary(r, slo) for r in runs]
+    files, skipped = _write_run_files(out, workload, runs, summaries)
+    result = _bench_result(args, workload, slo, runs, summaries, memory, llm, skipped)
+    run = runs[0]
     if not any(r.status in ('completed', 'cancelled') for x in runs for r in x.records):
         why = next((r.reason for r in run.records if r.reason), run.records[0].status)
         result['error'] = f"every request was rejected ({why}); results written to {out}"
     if ablation:
-        (pool, abl), n = ablation, min(getattr(args, 'ablation_requests', 48), workload.num_requests)
-        burst = replace(workload, num_requests=n, arrival='all_at_once', cancel_frac=0.0)
-        configs = ablation_configs(engine)
-        bar = tqdm(total=n * len(configs), desc='ablations', unit='req',
-                   disable=getattr(args, 'no_progress', False) or quiet)
-        table, _ = run_ablations(abl, burst, configs, slo=slo, progress=bar); bar.close()
-        files['ablations_csv'] = _write_csv(out / 'ablations.csv', table)
-        fig, rows = plot_ablations(table)
-        files['ablations'] = write_figure(fig, rows, out, 'ablations')
-        plt.close(fig)
-        result['ablations'] = dict(pool_slots=pool, requests=n, table=table)
+        result['ablations'] = _bench_ablations(args, workload, engine, slo, ablation, out, files, quiet)
     result['files'] = files
     (out / 'summary.json').write_text(json.dumps(result, indent=2, default=str) + '\n')
     files['summary'] = str(out / 'summary.json')
@@ -276,78 +279,41 @@ BENCH_COLUMNS = ('completed', 'cancelled', 'rejected', 'failed', 'duration_s', '
                  'output_throughput', 'goodput', 'slo_attainment', 'ttft_median_ms', 'ttft_p99_ms',
                  'tpot_median_ms', 'tpot_p99_ms', 'itl_p99_ms', 'e2e_median_ms', 'max_running', 'preemptions',
                  'limited_by')
+_ABLATION_COLUMNS = ('config', 'changed', 'limited_by', 'completed', 'rejected', 'max_running',
+                     'mean_waste_per_seq', 'ttft_median_ms', 'itl_p99_ms', 'output_throughput',
+                     'largest_effect')
 
 def _cells(d: dict, keys) -> dict:
+    "The entries `keys` of `d` that it has, floats above 1 rounded to two decimals"
     return {k: (round(d[k], 2) if isinstance(d[k], float) and d[k] > 1 else d[k]) for k in keys if k in d}
+
+def _bench_header(result: dict) -> str:
+    "The first line `print_bench` prints: the model, the engine's settings, the workload and the SLO"
+    c, w = result['config'], result['workload']
+    return (f"{result['model']} on {c['device']}: {c['allocator']} B={c['block_size']}, {c['num_blocks']} "
+            f"blocks, max_num_seqs {c['max_num_seqs']}, {c['max_num_batched_tokens']} tokens/step; "
+            f"{w['num_requests']} requests, {w['arrival']} at {w['rate']}/s; SLO {result['slo']}")
+
+def _written_files(result: dict) -> str:
+    "The last line `print_bench` prints: the results folder and the names of the files written in it"
+    names = {Path(p).name for f in result['files'].values()
+             for p in (f.values() if isinstance(f, dict) else [f])}
+    return f"\nwrote {Path(result['files']['summary']).parent}/: " + ', '.join(sorted(names))
 
 # %% ../../nbs/09_serving_benchmark.ipynb #81897aee
 def print_bench(result: dict) -> None:
     """The metrics table of a `run_bench_cli` result, then the KV high-water breakdown, and where the files
     are (and which figures were skipped)"""
-    c = result['config']
-    print(
-        f"{result['model']} on {c['device']}: {c['allocator']} B={c['block_size']}, {c['num_blocks']} "
-        f"blocks, max_num_seqs {c['max_num_seqs']}, "
-        f"{c['max_num_batched_tokens']} tokens/step; {result['workload']['num_requests']} requests, "
-        f"{result['workload']['arrival']} at "
-        f"{result['workload']['rate']}/s; SLO {result['slo']}"
-    )
-    print(
-        format_rows(
-            [dict(repetition=i, **_cells(s, BENCH_COLUMNS)) for i, s in enumerate(result['summaries'])]
-        )
-    )
+    print(_bench_header(result))
+    print(format_rows([dict(repetition=i, **_cells(s, BENCH_COLUMNS))
+                       for i, s in enumerate(result['summaries'])]))
     if result['spread']: print(format_rows([_cells(r, r) for r in result['spread']]))
     print('\nKV high-water mark:')
-    print(
-        format_rows(
-            [
-                dict(
-                    term=r['term'],
-                    slots=r['slots'],
-                    bytes=fmt_bytes(r['bytes']),
-                    share_of_pool=r['share_of_pool'],
-                )
-                for r in result['kv_high_water']
-            ]
-        )
-    )
+    print(format_rows([dict(term=r['term'], slots=r['slots'], bytes=fmt_bytes(r['bytes']),
+                            share_of_pool=r['share_of_pool']) for r in result['kv_high_water']]))
     if 'ablations' in result:
         print('\nablations:')
-        print(
-            format_rows(
-                [
-                    _cells(
-                        r,
-                        (
-                            'config',
-                            'changed',
-                            'limited_by',
-                            'completed',
-                            'rejected',
-                            'max_running',
-                            'mean_waste_per_seq',
-                            'ttft_median_ms',
-                            'itl_p99_ms',
-                            'output_throughput',
-                            'largest_effect',
-                        ),
-                    )
-                    for r in result['ablations']['table']
-                ]
-            )
-        )
-    print(
-        f"\nwrote {Path(result['files']['summary']).parent}/: "
-        + ', '.join(
-            sorted(
-                {
-                    Path(p).name
-                    for f in result['files'].values()
-                    for p in (f.values() if isinstance(f, dict) else [f])
-                }
-            )
-        )
-    )
+        print(format_rows([_cells(r, _ABLATION_COLUMNS) for r in result['ablations']['table']]))
+    print(_written_files(result))
     if result.get('skipped'):
         print('skipped ' + ', '.join(f"{k}.png ({why})" for k, why in result['skipped'].items()))

@@ -40,13 +40,10 @@ def check_memory_identity(snap: dict, llm: LLM) -> None:
     agree with the manager's count"""
     bm = llm.block_manager
     total = snap['useful'] + snap['wasted'] + snap['cached'] + snap['free'] + snap['stranded']
-    assert total == bm.num_blocks * bm.block_size, (
-        f"memory identity broken: the terms sum to {total} slots, the pool holds "
-        f"{bm.num_blocks * bm.block_size}"
-    )
-    assert snap['used_blocks'] == bm.num_used_blocks, (
+    pool = bm.num_blocks * bm.block_size
+    assert total == pool, f"memory identity broken: the terms sum to {total} slots, the pool holds {pool}"
+    assert snap['used_blocks'] == bm.num_used_blocks, \
         f"the block tables hold {snap['used_blocks']} blocks, the manager counts {bm.num_used_blocks}"
-    )
 
 # %% ../../nbs/09_serving_benchmark.ipynb #26c5df9d
 class ProcessMemory:
@@ -84,7 +81,5 @@ def follow_live_memory() -> bool:
     there is no glibc"""
     try: libc = ctypes.CDLL('libc.so.6')
     except OSError: return False
-    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    return bool(libc.mallopt(M_MMAP_THRESHOLD, 128 * 1024)) and bool(
-        libc.mallopt(M_TRIM_THRESHOLD, 128 * 1024)
-    )
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, at = -1, -3, 128 * 1024
+    return bool(libc.mallopt(M_MMAP_THRESHOLD, at)) and bool(libc.mallopt(M_TRIM_THRESHOLD, at))

@@ -74,13 +74,12 @@ def summarize(records: list[RequestRecord], duration: float, slo: SLO = SLO()) -
 def by_length(records: list[RequestRecord], key: str = 'prompt_len', edges=(64, 128, 256)) -> list[dict]:
     """Latency medians and p90s of completed requests in buckets of `key` ('prompt_len' or 'output_len')
     split at `edges`"""
-    if key not in ('prompt_len', 'output_len'): raise ValueError("key must be 'prompt_len' or 'output_len', "
-                                                                 f"got {key!r}")
+    if key not in ('prompt_len', 'output_len'):
+        raise ValueError(f"key must be 'prompt_len' or 'output_len', got {key!r}")
     bounds, rows = [0, *edges, math.inf], []
+    done = [r for r in records if r.status == 'completed']
     for lo, hi in zip(bounds, bounds[1:]):
-        group = [
-            request_latencies(r) for r in records if r.status == 'completed' and lo < getattr(r, key) <= hi
-        ]
+        group = [request_latencies(r) for r in done if lo < getattr(r, key) <= hi]
         if not group: continue
         row = {key: f"{lo + 1}-{hi}" if hi < math.inf else f">{lo}", 'requests': len(group)}
         for name in ('ttft', 'tpot', 'e2e'):

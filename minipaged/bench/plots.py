@@ -24,23 +24,14 @@ def plot_latency_cdfs(runs: dict):
     for name, run in runs.items():
         lats = [request_latencies(r) for r in run.records if r.status == 'completed']
         for ax, metric in zip(axes, ('ttft', 'tpot', 'itl', 'e2e')):
-            xs = np.sort(
-                [
-                    x * 1e3
-                    for l in lats
-                    for x in (l['itl'] if metric == 'itl' else [l[metric]])
-                    if x is not None
-                ]
-            )
+            xs = np.sort([x * 1e3 for l in lats for x in (l['itl'] if metric == 'itl' else [l[metric]])
+                          if x is not None])
             if not xs.size: continue
             ax.plot(xs, np.arange(1, xs.size + 1) / xs.size, label=name)
-            rows += [
-                dict(run=name, metric=metric, quantile=q / 100, ms=float(np.percentile(xs, q)))
-                for q in range(0, 101, 5)
-            ]
-    for ax, title in zip(
-        axes, ('time to first token', 'time per output token', 'inter-token latency', 'end-to-end latency')
-    ):
+            rows += [dict(run=name, metric=metric, quantile=q / 100, ms=float(np.percentile(xs, q)))
+                     for q in range(0, 101, 5)]
+    titles = ('time to first token', 'time per output token', 'inter-token latency', 'end-to-end latency')
+    for ax, title in zip(axes, titles):
         ax.set(xscale='log', xlabel='ms', title=title); ax.grid(alpha=.3); _plain_log_ticks(ax.xaxis)
     axes[0].set_ylabel('fraction')
     if axes[0].lines: axes[0].legend(fontsize=8)
@@ -53,14 +44,8 @@ def plot_kv_memory(run: Run):
     import matplotlib.pyplot as plt
     per = run.config['kv_bytes_per_token'] / MiB
     terms = ('useful', 'wasted', 'cached', 'free', 'stranded')
-    rows = [
-        dict(
-            t=x['t'],
-            **{f'{k}_mib': x[k] * per for k in terms + ('saved_prefix', 'saved_fork')},
-            running=x.get('running', 0),
-        )
-        for x in run.steps
-    ]
+    rows = [dict(t=x['t'], **{f'{k}_mib': x[k] * per for k in terms + ('saved_prefix', 'saved_fork')},
+                 running=x.get('running', 0)) for x in run.steps]
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     ax.stackplot([r['t'] for r in rows], *[[r[f'{k}_mib'] for r in rows] for k in terms], labels=terms,
                  colors=['#2b7bba', '#e6550d', '#9e9ac8', '#e0e0e0', '#636363'], step='post')
@@ -84,14 +69,9 @@ def plot_throughput(run: Run, bin_s: float = 0.25):
     rows = []
     for lo, hi in zip(edges, edges[1:]):
         m = (t >= lo) & (t < hi)
-        rows.append(
-            dict(
-                t=float(lo),
-                output_tokens_per_s=float(tok[m].sum() / bin_s),
-                completed_per_s=float(((fin >= lo) & (fin < hi)).sum() / bin_s),
-                mean_running=float(run_n[m].mean()) if m.any() else 0.0,
-            )
-        )
+        rows.append(dict(t=float(lo), output_tokens_per_s=float(tok[m].sum() / bin_s),
+                         completed_per_s=float(((fin >= lo) & (fin < hi)).sum() / bin_s),
+                         mean_running=float(run_n[m].mean()) if m.any() else 0.0))
     fig, ax = plt.subplots(figsize=(7.5, 3.4)); ax2 = ax.twinx()
     ax.step([r['t'] for r in rows], [r['output_tokens_per_s'] for r in rows], where='post',
             label='output tokens/s')
@@ -120,7 +100,5 @@ def plot_ablations(table: list[dict]):
         ax.set_title(title, fontsize=9); ax.grid(alpha=.3, axis='x')
         if k in ('mean_waste_per_seq', 'ttft_median_ms'): ax.set_xscale('log'); _plain_log_ticks(ax.xaxis)
     axes[0].invert_yaxis(); fig.tight_layout()
-    return fig, [
-        {k: r[k] for k in ('config', 'changed', 'limited_by', 'largest_effect') + tuple(k for k, _ in panels)}
-        for r in table
-    ]
+    keys = ('config', 'changed', 'limited_by', 'largest_effect') + tuple(k for k, _ in panels)
+    return fig, [{k: r[k] for k in keys} for r in table]

@@ -19,14 +19,10 @@ def high_water_rows(run: Run) -> list[dict]:
     terms = [('useful KV', 'useful'), ('wasted (page tails / reservation)', 'wasted'),
              ('cached, unreferenced', 'cached'), ('free', 'free'), ('stranded', 'stranded'),
              ('saved by prefix sharing', 'saved_prefix'), ('saved by fork / copy-on-write', 'saved_fork')]
-    # 0: no step ran
-    rows = [
-        dict(term=t, slots=hw.get(k, 0), bytes=hw.get(k, 0) * per, share_of_pool=hw.get(k, 0) / pool)
-        for t, k in terms
-    ]
-    return rows + [
-        dict(term='block tables (int32 entries)', slots=0, bytes=hw.get('table_bytes', 0), share_of_pool=0.0)
-    ]
+    rows = [dict(term=t, slots=hw.get(k, 0), bytes=hw.get(k, 0) * per, share_of_pool=hw.get(k, 0) / pool)
+            for t, k in terms]                                                      # 0: no step ran
+    return rows + [dict(term='block tables (int32 entries)', slots=0, bytes=hw.get('table_bytes', 0),
+                        share_of_pool=0.0)]
 
 # %% ../../nbs/09_serving_benchmark.ipynb #98cb0802
 def chapter01_agreement(run: Run) -> list[dict]:
@@ -52,63 +48,42 @@ def padded_scores_bytes(step: dict, num_q_heads: int) -> int:
     return ((step['seqs'] - decodes) * step['max_q'] + decodes) * num_q_heads * step['max_context'] * 4
 
 # %% ../../nbs/09_serving_benchmark.ipynb #3e545f91
+def _fixed_memory_rows(run: Run, llm: LLM) -> list[dict]:
+    "The measured weights, KV pool, process baseline and kept gather workspace beside chapter 00's terms"
+    shape, cfg = llm.config.shape, run.config
+    weights = sum(p.numel() * p.element_size() for p in llm.model.parameters())
+    pool = sum(t.numel() * t.element_size() for kv in llm.kv_caches for t in kv)
+    rows = [dict(term='weights', measured=weights, chapter00=weight_bytes(shape), padded_scores=None,
+                 how='parameter tensors'),
+            dict(term='KV pool (allocated at start)', measured=pool,
+                 chapter00=cfg['num_blocks'] * cfg['block_size'] * shape.kv_bytes_per_token,
+                 padded_scores=None, how='cache tensors'),
+            dict(term='process baseline', measured=run.memory_baseline, chapter00=None, padded_scores=None,
+                 how='interpreter + torch + weights + pool, before the clock')]
+    ws = llm.backend.workspace
+    if ws is not None and ws.k is not None:
+        rows.append(dict(term='gather workspace (kept)', measured=2 * ws.k.numel() * ws.k.element_size(),
+                         chapter00=llm.workspace_bytes, padded_scores=None,
+                         how="buffers after the run; chapter00: their bound, the budget's workspace term"))
+    return rows
+
+# %% ../../nbs/09_serving_benchmark.ipynb #7525d56c
+def _step_peak_rows(run: Run, llm: LLM) -> list[dict]:
+    "The largest prefill and decode step peaks over their start beside chapter 00's activation term"
+    shape, rows = llm.config.shape, []
+    for phase in ('prefill', 'decode'):
+        steps = [x for x in run.steps if x.get('rss_peak') is not None and x.get('seqs')
+                 and (x['prefill_tokens'] > 0) == (phase == 'prefill')]
+        if not steps: continue
+        top = max(steps, key=lambda x: x['rss_peak'] - x['rss_before'])
+        rows.append(dict(term=f'largest {phase} step: peak over its start',
+                         measured=top['rss_peak'] - top['rss_before'],
+                         chapter00=prefill_activation_bytes(shape, top['tokens'], top['seqs']),
+                         padded_scores=padded_scores_bytes(top, shape.num_q_heads),
+                         how=f"{top['tokens']} tokens of {top['seqs']} sequences"))
+    return rows
+
 def process_memory_rows(run: Run, llm: LLM) -> list[dict]:
     """Measured weights, KV pool, baseline, gather workspace and the largest prefill and decode step peaks
     beside chapter 00's predictions"""
-    shape, st, cfg = llm.config.shape, run.steps, run.config
-    weights = sum(p.numel() * p.element_size() for p in llm.model.parameters())
-    pool = sum(t.numel() * t.element_size() for kv in llm.kv_caches for t in kv)
-    rows = [
-        dict(
-            term='weights',
-            measured=weights,
-            chapter00=weight_bytes(shape),
-            padded_scores=None,
-            how='parameter tensors',
-        ),
-        dict(
-            term='KV pool (allocated at start)',
-            measured=pool,
-            chapter00=cfg['num_blocks'] * cfg['block_size'] * shape.kv_bytes_per_token,
-            padded_scores=None,
-            how='cache tensors',
-        ),
-        dict(
-            term='process baseline',
-            measured=run.memory_baseline,
-            chapter00=None,
-            padded_scores=None,
-            how='interpreter + torch + weights + pool, before the clock',
-        ),
-    ]
-    ws = llm.backend.workspace
-    if ws is not None and ws.k is not None:
-        rows.append(
-            dict(
-                term='gather workspace (kept)',
-                measured=2 * ws.k.numel() * ws.k.element_size(),
-                chapter00=llm.workspace_bytes,
-                padded_scores=None,
-                how='buffers after the run; chapter00: their bound, the budget\'s workspace term',
-            )
-        )
-    for phase in ('prefill', 'decode'):
-        steps = [
-            x
-            for x in st
-            if x.get('rss_peak') is not None
-            and x.get('seqs')
-            and (x['prefill_tokens'] > 0) == (phase == 'prefill')
-        ]
-        if not steps: continue
-        top = max(steps, key=lambda x: x['rss_peak'] - x['rss_before'])
-        rows.append(
-            dict(
-                term=f'largest {phase} step: peak over its start',
-                measured=top['rss_peak'] - top['rss_before'],
-                chapter00=prefill_activation_bytes(shape, top['tokens'], top['seqs']),
-                padded_scores=padded_scores_bytes(top, shape.num_q_heads),
-                how=f"{top['tokens']} tokens of {top['seqs']} sequences",
-            )
-        )
-    return rows
+    return _fixed_memory_rows(run, llm) + _step_peak_rows(run, llm)

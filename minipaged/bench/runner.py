@@ -58,22 +58,55 @@ class Run:
 
 # %% ../../nbs/09_serving_benchmark.ipynb #1d988c00
 def _record(out, spec: RequestSpec, t0: float) -> RequestRecord:
+    "The record of a finished request, from its output and its declared spec (times since `t0`)"
     m, c = out.metrics, out.outputs[0]
-    status = {
-        'stop': 'completed',
-        'length': 'completed',
-        'cancelled': 'cancelled',
-        'rejected': 'rejected',
-    }.get(c.finish_reason, 'failed')
+    status = {'stop': 'completed', 'length': 'completed', 'cancelled': 'cancelled',
+              'rejected': 'rejected'}.get(c.finish_reason, 'failed')
     return RequestRecord(spec.index, len(spec.prompt), len(c.token_ids), spec.arrival,
                          [t - t0 for t in m['token_times'][0]], status, c.finish_reason,
                          m['num_cached_tokens'], m['num_preemptions'], spec.shared_prefix,
                          m.get('reject_reason'))
 
 def _sampling(w: Workload, spec: RequestSpec) -> SamplingParams:
+    "The sampling parameters of a declared request: its output budget, greedy or seeded, the stop rule"
     return SamplingParams(max_tokens=spec.max_tokens, temperature=w.temperature, seed=w.seed + spec.index,
                           ignore_eos=True,
                           stop_token_ids=() if w.stop_token_id is None else (w.stop_token_id,))
+
+# %% ../../nbs/09_serving_benchmark.ipynb #57e54b51
+def _submit(llm: LLM, w: Workload, s: RequestSpec, t0: float) -> RequestRecord | None:
+    "Submit `s` stamped with its arrival time; None, or its failed record if the engine refuses it"
+    try: llm.add_request(s.prompt, _sampling(w, s), request_id=s.index, arrival_time=t0 + s.arrival)
+    except ValueError as e:
+        return RequestRecord(s.index, len(s.prompt), 0, s.arrival, [], 'failed', None,
+                             shared_prefix=s.shared_prefix, reason=str(e))
+    return None
+
+# %% ../../nbs/09_serving_benchmark.ipynb #fe86a222
+def _run_step(llm: LLM, memory: ProcessMemory | None, seen: dict, t0: float) -> tuple[dict, dict, list]:
+    "One timed step: its row, its KV snapshot (stamped `t`) and its finished outputs; `seen` counts tokens"
+    before = None
+    if memory: before = memory.current(); memory.reset()
+    start = time.perf_counter()
+    outs = llm.step()
+    end = time.perf_counter()
+    peak = memory.peak() if memory else None
+    new_tokens = 0
+    for o in outs:
+        n = len(o.outputs[0].token_ids)
+        new_tokens += n - seen.get(o.request_id, 0); seen[o.request_id] = n
+    snap = kv_breakdown(llm, with_lengths=True)
+    check_memory_identity(snap, llm)
+    row = dict(t=end - t0, step_ms=(end - start) * 1e3, new_tokens=new_tokens, **plan_record(llm.last_batch),
+               **{k: v for k, v in snap.items() if k != 'lengths'}, rss_before=before, rss_peak=peak)
+    return row, dict(snap, t=end - t0), [o for o in outs if o.finished]
+
+def _counters_since(llm: LLM, counters0: dict, bm0: dict) -> dict:
+    "The scheduler's and the block manager's counters since the snapshots `counters0` and `bm0`"
+    counters = {k: v - counters0.get(k, 0) for k, v in llm.scheduler.counters.items()}
+    bm = llm.block_manager.metrics()
+    return counters | {k: bm[k] - bm0[k]
+                       for k in ('prefix_hit_tokens', 'prefix_query_tokens', 'cow_copies', 'evictions')}
 
 # %% ../../nbs/09_serving_benchmark.ipynb #fd0e72dd
 def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, progress=None) -> Run:
@@ -82,8 +115,8 @@ def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, pro
     specs = {s.index: s for s in workload_requests(workload, llm.config.shape.vocab_size)}
     order = sorted(specs.values(), key=lambda s: (s.arrival, s.index))
     cancels = sorted((s.cancel_at, s.index) for s in order if s.cancel_at is not None)
-    # warm-up
-    llm.generate([[3]], SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True), use_tqdm=False)
+    warm_up = SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True)
+    llm.generate([[3]], warm_up, use_tqdm=False)
     counters0, bm0 = dict(llm.scheduler.counters), llm.block_manager.metrics()
     records, steps, live, seen, high_water, i = {}, [], set(), {}, None, 0
     baseline = memory.current() if memory else None
@@ -95,58 +128,22 @@ def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, pro
         now = time.perf_counter() - t0
         while i < len(order) and order[i].arrival <= now:
             s = order[i]; i += 1
-            try:
-                llm.add_request(
-                    s.prompt, _sampling(workload, s), request_id=s.index, arrival_time=t0 + s.arrival
-                )
-                live.add(s.index)
-            except ValueError as e:
-                done(
-                    RequestRecord(
-                        s.index,
-                        len(s.prompt),
-                        0,
-                        s.arrival,
-                        [],
-                        'failed',
-                        None,
-                        shared_prefix=s.shared_prefix,
-                        reason=str(e),
-                    )
-                )
+            refused = _submit(llm, workload, s, t0)
+            if refused is None: live.add(s.index)
+            else: done(refused)
         while cancels and cancels[0][0] <= now:
             idx = cancels.pop(0)[1]
             if idx in live: llm.abort(idx)
         if not llm.has_unfinished_requests():
             if i < len(order): time.sleep(max(0.0, order[i].arrival - (time.perf_counter() - t0)))
             continue
-        if memory: before = memory.current(); memory.reset()
-        start = time.perf_counter()
-        outs = llm.step()
-        end = time.perf_counter()
-        peak = memory.peak() if memory else None
-        new_tokens = 0
-        for o in outs:
-            n = len(o.outputs[0].token_ids)
-            new_tokens += n - seen.get(o.request_id, 0)
-            seen[o.request_id] = n
-            if o.finished: done(_record(o, specs[o.request_id], t0))
-        snap = kv_breakdown(llm, with_lengths=True)
-        check_memory_identity(snap, llm)
-        if high_water is None or snap['used_blocks'] > high_water['used_blocks']:
-            high_water = dict(snap, t=end - t0)
-        steps.append(dict(t=end - t0, step_ms=(end - start) * 1e3, new_tokens=new_tokens,
-                          **plan_record(llm.last_batch),
-                          **{k: v for k, v in snap.items() if k != 'lengths'},
-                          rss_before=before if memory else None, rss_peak=peak))
+        row, snap, finished = _run_step(llm, memory, seen, t0)
+        for o in finished: done(_record(o, specs[o.request_id], t0))
+        if high_water is None or snap['used_blocks'] > high_water['used_blocks']: high_water = snap
+        steps.append(row)
     duration = time.perf_counter() - t0
-    counters = {k: v - counters0.get(k, 0) for k, v in llm.scheduler.counters.items()}
-    counters |= {
-        k: llm.block_manager.metrics()[k] - bm0[k]
-        for k in ('prefix_hit_tokens', 'prefix_query_tokens', 'cow_copies', 'evictions')
-    }
     return Run(workload, run_config(llm), [records[k] for k in sorted(records)], steps, high_water or {},
-               duration, counters, baseline)
+               duration, _counters_since(llm, counters0, bm0), baseline)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #828b29c9
 def run_summary(run: Run, slo: SLO = SLO()) -> dict:
@@ -160,16 +157,13 @@ def run_summary(run: Run, slo: SLO = SLO()) -> dict:
     return s | dict(
         max_running=max((x.get('running', 0) for x in st), default=0),
         mean_running=float(np.mean([x.get('running', 0) for x in live])) if live else 0.0,
-        kv_high_water_slots=used,
-        kv_high_water_frac=used / pool,
+        kv_high_water_slots=used, kv_high_water_frac=used / pool,
         waste_at_high_water=hw.get('wasted', 0) / used if used else 0.0,
         mean_waste_per_seq=float(np.mean([x['wasted'] / x['sequences'] for x in live])) if live else 0.0,
         prefix_hit_tokens=run.counters['prefix_hit_tokens'],
         prefill_tokens=sum(x.get('tokens', 0) - x.get('decodes', 0) for x in st),
-        preemptions=run.counters['preemptions'],
-        steps=len(st),
-        limited_by=limits.most_common(1)[0][0] if limits else 'arrivals',
-    )
+        preemptions=run.counters['preemptions'], steps=len(st),
+        limited_by=limits.most_common(1)[0][0] if limits else 'arrivals')
 
 # %% ../../nbs/09_serving_benchmark.ipynb #29f1d708
 def repeat(make_llm, workload: Workload, repetitions: int = 3, slo: SLO = SLO(),
@@ -186,15 +180,8 @@ def spread(summaries: list[dict], keys=SPREAD_KEYS) -> list[dict]:
     rows = []
     for k in keys:
         xs = np.array([s[k] for s in summaries if s.get(k) is not None], dtype=float)
-        if xs.size:
-            rows.append(
-                dict(
-                    metric=k,
-                    n=int(xs.size),
-                    mean=float(xs.mean()),
-                    std=float(xs.std(ddof=1)) if xs.size > 1 else 0.0,
-                    min=float(xs.min()),
-                    max=float(xs.max()),
-                )
-            )
+        if not xs.size: continue
+        rows.append(dict(metric=k, n=int(xs.size), mean=float(xs.mean()),
+                         std=float(xs.std(ddof=1)) if xs.size > 1 else 0.0,
+                         min=float(xs.min()), max=float(xs.max())))
     return rows

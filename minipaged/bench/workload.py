@@ -10,7 +10,7 @@ import csv, io, json, math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 import numpy as np
-from ..utils import check_positive
+from ..utils import check_positive, patch_to
 
 # %% ../../nbs/09_serving_benchmark.ipynb #6f1536a4
 LENGTH_KINDS = ('fixed', 'uniform', 'lognormal', 'trace')
@@ -112,30 +112,40 @@ class Workload:
 
     def __post_init__(self):
         check_positive('num_requests', self.num_requests)
-        if self.arrival not in ARRIVALS: raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, "
-                                                          f"got {self.arrival!r}")
+        if self.arrival not in ARRIVALS:
+            raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
         if self.arrival != 'all_at_once' and not (self.rate > 0 and math.isfinite(self.rate)):
             raise ValueError(f"rate must be > 0 requests per second and finite, got {self.rate}")
         if not (self.burstiness > 0 and math.isfinite(self.burstiness)):
             raise ValueError(f"burstiness must be > 0 and finite, got {self.burstiness}")
-        for k in ('prompt_len', 'output_len'):
-            v = getattr(self, k)
-            if isinstance(v, dict):                                                  # from JSON
-                try: object.__setattr__(self, k, LengthDist(**v))
-                except ValueError as e: raise ValueError(f"{k}: {e}") from None
-            elif not isinstance(v, LengthDist): raise ValueError(f"{k} must be a LengthDist, got {v!r}")
-        for k in ('shared_prefix_frac', 'cancel_frac'):
-            if not 0 <= getattr(self, k) <= 1: raise ValueError(f"{k} must be in [0, 1], got "
-                                                                f"{getattr(self, k)}")
-        if self.shared_prefix_len < 0: raise ValueError("shared_prefix_len must be >= 0, got "
-                                                        f"{self.shared_prefix_len}")
-        if self.shared_prefix_frac > 0 and self.shared_prefix_len == 0:
-            raise ValueError("shared_prefix_len must be > 0 when shared_prefix_frac > 0")
-        if not self.cancel_after >= 0: raise ValueError("cancel_after must be >= 0 seconds, got "
-                                                        f"{self.cancel_after}")
-        if not self.temperature >= 0: raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        self._read_lengths()
+        self._check_prefix_and_sampling()
+
+# %% ../../nbs/09_serving_benchmark.ipynb #16aab871
+@patch_to(Workload)
+def _read_lengths(self) -> None:
+    "Make `prompt_len` and `output_len` `LengthDist`s (from JSON they are dicts); a ValueError names one"
+    for k in ('prompt_len', 'output_len'):
+        v = getattr(self, k)
+        if isinstance(v, dict):                                                  # from JSON
+            try: object.__setattr__(self, k, LengthDist(**v))
+            except ValueError as e: raise ValueError(f"{k}: {e}") from None
+        elif not isinstance(v, LengthDist): raise ValueError(f"{k} must be a LengthDist, got {v!r}")
+
+@patch_to(Workload)
+def _check_prefix_and_sampling(self) -> None:
+    "Check the shared prefix, the cancellations, the temperature and the seed; a ValueError names a bad one"
+    for k in ('shared_prefix_frac', 'cancel_frac'):
+        if not 0 <= getattr(self, k) <= 1: raise ValueError(f"{k} must be in [0, 1], got {getattr(self, k)}")
+    if self.shared_prefix_len < 0:
+        raise ValueError(f"shared_prefix_len must be >= 0, got {self.shared_prefix_len}")
+    if self.shared_prefix_frac > 0 and self.shared_prefix_len == 0:
+        raise ValueError("shared_prefix_len must be > 0 when shared_prefix_frac > 0")
+    if not self.cancel_after >= 0:
+        raise ValueError(f"cancel_after must be >= 0 seconds, got {self.cancel_after}")
+    if not self.temperature >= 0: raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+    if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
 
 # %% ../../nbs/09_serving_benchmark.ipynb #94acb827
 def workload_to_json(w: Workload) -> str:
@@ -174,12 +184,9 @@ def workload_from_json(text_or_path) -> Workload:
     that names it"""
     text = str(text_or_path)
     if not text.lstrip().startswith('{'):
-        try:
-            text = Path(text).read_text()
-        except FileNotFoundError:
-            raise ValueError(f"workload: no such file {text_or_path}") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"workload: {text_or_path} is not a text file") from None
+        try: text = Path(text).read_text()
+        except FileNotFoundError: raise ValueError(f"workload: no such file {text_or_path}") from None
+        except UnicodeDecodeError: raise ValueError(f"workload: {text_or_path} is not a text file") from None
         except OSError as e:
             raise ValueError(f"workload: cannot read {text_or_path} ({e.strerror})") from None
     try: d = json.loads(text)
@@ -214,14 +221,7 @@ def workload_requests(w: Workload, vocab_size: int) -> list[RequestSpec]:
     prefix = prefix_rng.integers(3, vocab_size, size=w.shared_prefix_len).tolist()
     shared = prefix_rng.random(n) < w.shared_prefix_frac
     cancelled = cancel.random(n) < w.cancel_frac
-    return [
-        RequestSpec(
-            i,
-            arrivals[i],
-            (prefix if shared[i] else []) + tokens.integers(3, vocab_size, size=prompt_lens[i]).tolist(),
-            output_lens[i],
-            arrivals[i] + w.cancel_after if cancelled[i] else None,
-            bool(shared[i]),
-        )
-        for i in range(n)
-    ]
+    own = lambda i: tokens.integers(3, vocab_size, size=prompt_lens[i]).tolist()     # drawn in request order
+    return [RequestSpec(i, arrivals[i], (prefix if shared[i] else []) + own(i), output_lens[i],
+                        arrivals[i] + w.cancel_after if cancelled[i] else None, bool(shared[i]))
+            for i in range(n)]
