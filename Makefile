@@ -33,9 +33,12 @@ sync: setup
 	$(PY) tools/render_readme.py
 	$(PY) tools/render_benchmarks.py
 
-# Fails if `make sync` would change anything tracked or add an untracked file.
+# Fails if `make sync` would change anything tracked or add an untracked file, or if the style gate
+# (tools/check_style.py: pyflakes, exported lines <= 110 characters and cells <= 40 lines, no method
+# attached by assignment) finds a problem.
 check: setup
 	bash tools/check_sync.sh $(MAKE)
+	$(PY) tools/check_style.py
 
 test: check
 	MPLBACKEND=Agg $(PY) -m pytest $(PYTEST_ARGS) tests
