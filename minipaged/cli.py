@@ -9,12 +9,11 @@ from __future__ import annotations
 import argparse, json, os, sys, tempfile
 from dataclasses import replace
 from pathlib import Path
-from .utils import GiB, write_figure
 from .accounting.budget import (canonical_dtype, kv_bytes, ModelShape, param_count, preset,
                                          PRESET_CONFIGS, shape_from_hf_config, weight_bytes)
 from .accounting.budget_plots import plot_kv_context
 from .accounting.paging import compare_allocation, expected_reservation_waste
-from .utils import format_rows
+from .utils import format_rows, GiB, write_figure
 from .accounting.paging_plots import plot_tail_waste
 
 # %% auto #0
@@ -175,13 +174,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     rp = sub.add_parser('report', help='chapters 00-01: headline numbers, figures and their data',
                         description=cmd_report.__doc__)
     rp.add_argument('--out', default='report', help='output folder (default ./report)')
-    bench = sub.add_parser(
-        'bench',
-        help='serve a declared workload: TTFT/TPOT/ITL/E2E, goodput, KV high-water marks, ablations',
-        description='The serving benchmark of chapter 09 (the main '
-        'job): '
-        'a declared, seeded workload through the engine',
-    )
+    bench_help = 'serve a declared workload: TTFT/TPOT/ITL/E2E, goodput, KV high-water marks, ablations'
+    bench_about = 'The serving benchmark of chapter 09 (the main job): a declared, seeded workload, served'
+    bench = sub.add_parser('bench', help=bench_help, description=bench_about)
     if argv is None or argv[:1] == ['bench']:       # its options import torch: only when asked for
         from minipaged.bench.cli import add_bench_arguments, run_bench_cli
         # it prints its own table

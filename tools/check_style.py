@@ -20,7 +20,10 @@ def ruff_problems() -> list[str]:
     "pyflakes over the exported modules"
     r = subprocess.run(RUFF + ['check', '--quiet', '--output-format', 'concise', '--select', 'F', 'minipaged',
                                '--exclude', 'minipaged/_modidx.py'], cwd=ROOT, capture_output=True, text=True)
-    return [l for l in r.stdout.splitlines() if l.strip()] + ([r.stderr.strip()] if r.returncode > 1 else [])
+    found = [l for l in r.stdout.splitlines() if l.strip()]
+    if r.returncode != 0 and not found:                # ruff itself failed (not installed, a bad option)
+        found = [f"ruff could not run (exit {r.returncode}): {r.stderr.strip()[-300:] or 'no output'}"]
+    return found
 
 def exported_cells():
     "(notebook, cell number, source without its directive line) of every exported code cell"

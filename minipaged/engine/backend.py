@@ -47,7 +47,7 @@ BACKENDS = ('auto', 'torch', 'sdpa', 'triton')
 def select_attention_backend(name: str = 'auto', device: str | torch.device = 'cpu',
                              clean_pages: bool = False) -> AttentionBackend:
     """The attention backend `name`: 'torch', 'sdpa', 'triton' or 'auto' (Triton on a GPU, SDPA on pages
-    elsewhere); `clean_pages`: the caller zeroes every block it hands out (chapter 03)"""
+    elsewhere); `clean_pages`: the caller zeroes every block it hands out (chapter 03b)"""
     if name not in BACKENDS: raise ValueError("attention_backend must be one of "
                                               f"{', '.join(map(repr, BACKENDS))}, got {name!r}")
     if name == 'auto': name = 'triton' if torch.device(device).type == 'cuda' else 'sdpa'

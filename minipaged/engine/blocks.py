@@ -55,11 +55,10 @@ class _Seq:
 # %% ../../nbs/05_block_manager.ipynb #ea61e44b
 @runtime_checkable
 class Allocator(Protocol):
-    "What the scheduler and the engine ask of a KV-block allocator; a member not implemented raises"
+    """What the scheduler and the engine ask of a KV-block allocator; a member not implemented raises (but
+    `has_seq`, `blocks_needed`, `pop_fresh_blocks`: written once below, over `_seqs` and `_fresh`)"""
     __slots__ = ()
-    block_size: int
-    num_blocks: int
-    enable_prefix_caching: bool
+    block_size: int; num_blocks: int; enable_prefix_caching: bool
     defers_fork_copies: bool        # a fork's copies come with the child's first `append`, not at `fork`
     @property
     def num_free_blocks(self) -> int: raise NotImplementedError
@@ -71,6 +70,8 @@ class Allocator(Protocol):
     def num_available_blocks(self) -> int: raise NotImplementedError
     @property
     def num_copies_in_flight(self) -> int: raise NotImplementedError
+    @property
+    def copies_in_flight(self) -> list[tuple[int, int]]: raise NotImplementedError
     def has_seq(self, seq_id) -> bool: raise NotImplementedError
     def blocks_needed(self, num_tokens: int) -> int: raise NotImplementedError
     def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]: raise NotImplementedError

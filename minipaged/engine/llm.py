@@ -164,7 +164,9 @@ def _resolve(self, cfg: EngineConfig) -> EngineConfig:
     P, L = self.config.max_position_embeddings, cfg.max_model_len
     if L is not None and L > P:
         raise ValueError(f"max_model_len must be at most the model's max_position_embeddings {P}, got {L}")
+    # the reservation baseline has no prefix cache, whatever the config asked
     cfg = replace(cfg, max_model_len=L or P, attention_backend=self.backend.name,
+                  enable_prefix_caching=cfg.enable_prefix_caching and cfg.allocator == 'paged',
                   dtype=str(next(self.model.parameters()).dtype).removeprefix('torch.'))
     ws = self.backend.workspace                                # its bound first: the budget counts it
     if ws is not None:

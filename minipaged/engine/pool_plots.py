@@ -55,13 +55,10 @@ POOL_COLORS = {'free': '#eeeeee', 'cached': '#9ecae1', 'used': '#a1d99b', 'share
 # %% ../../nbs/05_block_manager.ipynb #4e1262d0
 def pool_html(rows: list[dict], title: str = '') -> str:
     "An HTML grid of `pool_rows()`: one cell per block, coloured by state, with its count, holders and tokens"
-    cell = (
-        """<div style='display:inline-block;width:104px;height:70px;margin:2px;padding:3px;border:1px solid
-        #777;"""
-        """background:{c};font:11px monospace;vertical-align:top;overflow:hidden'><b>#{block}</b>
-            {state}{k}<br>ref {refcount}"""
-        "<br>{holders}<br><span style='color:#555'>{tokens}</span></div>"
-    )
+    cell = ("<div style='display:inline-block;width:104px;height:70px;margin:2px;padding:3px;"
+            "border:1px solid #777;background:{c};font:11px monospace;vertical-align:top;overflow:hidden'>"
+            "<b>#{block}</b> {state}{k}<br>ref {refcount}<br>{holders}<br>"
+            "<span style='color:#555'>{tokens}</span></div>")
     cells = ''.join(cell.format(c=POOL_COLORS[r['state']], k=' &#9911;' if r['keyed'] else '',
                                 **{f: html.escape(str(v)) for f, v in r.items()}) for r in rows)
     legend = ' '.join(

@@ -154,33 +154,32 @@ def schedule(self, now: float = 0.0) -> ScheduledBatch:
 # %% ../../nbs/06_scheduler.ipynb #1d8870ab
 @patch_to(Scheduler)
 def _schedule_decodes(self, batch: ScheduledBatch, budget: int, step: int, now: float) -> tuple[int, list]:
-    """1. One new token for each running decode, in order; the running prefills are set aside. (budget,
-    prefills)"""
-    prefills = []
+    "1. One new token for each running decode, in order; running prefills are set aside: (budget, prefills)"
+    # locals: this loop runs once per running sequence per step (benchmarks/scheduler_overhead.py)
+    prefills, scheduled, append, RUNNING = [], batch.requests, self.bm.append, Status.RUNNING
     for req in list(self.running.values()):
         if budget == 0: break
-        # preempted as a victim earlier in this step
-        if req.status is not Status.RUNNING: continue
-        total = len(req.prompt_token_ids) + len(req.output_token_ids)
+        if req.status is not RUNNING: continue                   # preempted as a victim earlier in this step
+        out = req.output_token_ids
+        total = len(req.prompt_token_ids) + len(out)
         if total - req.num_computed_tokens > 1: prefills.append(req); continue
         if req.num_reserved < total:                               # one new slot: `_reserve`'s common case
             try:
-                batch.copies += self.bm.append(req.request_id, req.output_token_ids[-1:])   # the input token
+                copies = append(req.request_id, out[-1:])          # the input: the last token sampled
+                if copies: batch.copies += copies
                 req.num_reserved = total
             except NoFreeBlocksError:
                 if not self._reserve(req, total, batch, step, now): continue
             except Exception as e: self._fail(req, e, now); continue
         req.scheduled_step = step
-        batch.requests.append(req); budget -= 1
+        scheduled.append(req); budget -= 1
     batch.num_decode_rows = len(batch.requests)
     batch.num_new_tokens += [1] * len(batch.requests)
     batch.start_positions += [r.num_computed_tokens for r in batch.requests]
     return budget, prefills
 
 @patch_to(Scheduler)
-def _schedule_prefills(
-    self, batch: ScheduledBatch, prefills: list, budget: int, step: int, now: float
-) -> int:
+def _schedule_prefills(self, batch: ScheduledBatch, prefills: list, budget: int, step: int, now: float):
     "2. The next chunk of each running prefill, as far as the budget goes; the budget left"
     for req in prefills:
         if budget == 0: break
