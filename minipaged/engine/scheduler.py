@@ -361,7 +361,7 @@ def fork(self, parent: Request, child: Request, num_new_tokens: int = 0) -> Requ
 
 # %% ../../nbs/06_scheduler.ipynb #3dc107cc
 def check_scheduler(s: Scheduler, batch: ScheduledBatch | None = None):
-    "Assert the scheduler's invariants (and the block manager's) after a step"
+    "The scheduler's (and block manager's) invariants; with `batch`, call it right after `schedule` made it"
     assert len(s.running) <= s.max_num_seqs, 'max_num_seqs exceeded'
     w, r = {x.request_id for x in s.waiting}, set(s.running)
     assert not (w & r) and len(w) == len(s.waiting), 'a request sits in two queues (or twice in one)'
