@@ -15,7 +15,7 @@ block reaches a new owner unreported."""
 import subprocess, sys, json
 from pathlib import Path
 from hypothesis import HealthCheck, event, settings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from minipaged.engine.blocks import BlockManager, NoFreeBlocksError
 from minipaged.engine.reservation import ReservationManager
 

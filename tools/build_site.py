@@ -16,7 +16,7 @@ map / next links, and links to `*.ipynb` chapters point at their pages.
 
 Exits 1, after writing every page it could, if a chapter failed to execute (the page shows the error).
 Where Quarto is installed, `nbdev-docs` renders the nbdev site instead; this does not touch it."""
-import argparse, base64, html, os, re, shutil, sys, tempfile, time
+import argparse, html, os, re, shutil, sys, tempfile, time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 import nbformat

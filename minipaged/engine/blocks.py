@@ -56,7 +56,7 @@ class _Seq:
 @runtime_checkable
 class Allocator(Protocol):
     """What the scheduler and the engine ask of a KV-block allocator; a member not implemented raises (but
-    `has_seq`, `blocks_needed`, `pop_fresh_blocks`: written once below, over `_seqs` and `_fresh`)"""
+    `has_seq`, `blocks_needed`, `num_tokens`, `num_computed`, `pop_fresh_blocks`: written once below)"""
     __slots__ = ()
     block_size: int; num_blocks: int; enable_prefix_caching: bool
     defers_fork_copies: bool        # a fork's copies come with the child's first `append`, not at `fork`
@@ -282,12 +282,12 @@ def block_table(self, seq_id) -> list[int]:
     "The physical blocks of sequence `seq_id`, in logical order (a copy)"
     return list(self._get(seq_id).blocks)
 
-@patch_to(BlockManager)
+@patch_to(Allocator)
 def num_tokens(self, seq_id) -> int:
     "Tokens sequence `seq_id` holds (prompt and generated)"
     return len(self._get(seq_id).tokens)
 
-@patch_to(BlockManager)
+@patch_to(Allocator)
 def num_computed(self, seq_id) -> int:
     "Leading tokens of `seq_id` whose K/V the engine has written"
     return self._get(seq_id).num_computed

@@ -167,16 +167,6 @@ def block_table(self, seq_id) -> list[int]:
     return self._blocks(self._get(seq_id).region)
 
 @patch_to(ReservationManager)
-def num_tokens(self, seq_id) -> int:
-    "Tokens of `seq_id` (the same `_Seq` record as the block manager's)"
-    return len(self._get(seq_id).tokens)
-
-@patch_to(ReservationManager)
-def num_computed(self, seq_id) -> int:
-    "Tokens of `seq_id` whose K/V have been written"
-    return self._get(seq_id).num_computed
-
-@patch_to(ReservationManager)
 def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
     "Record that the engine wrote K/V for the first `num_computed_tokens` positions"
     seq, n = self._get(seq_id), num_computed_tokens
