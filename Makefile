@@ -9,7 +9,7 @@ PY          := $(VENV)/bin/python
 TORCH_SPEC  ?= torch==2.13.0
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup report bench test check sync lab site clean
+.PHONY: setup report bench test check sync lab figures site clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -25,9 +25,11 @@ bench: setup
 report: setup
 	$(VENV)/bin/minipaged report --out report
 
-# Notebooks are the source: regenerate the library, clean the notebooks, render the README;
+# Notebooks are the source: write each chapter's previous/next links, regenerate the library, clean the
+# notebooks, render the README;
 # benchmarks/results/*.json are the source of BENCHMARKS.md.
 sync: setup
+	$(PY) tools/render_nav.py
 	$(VENV)/bin/nbdev-export
 	$(VENV)/bin/nbdev-clean
 	$(PY) tools/render_readme.py
@@ -39,12 +41,19 @@ sync: setup
 check: setup
 	bash tools/check_sync.sh $(MAKE)
 	$(PY) tools/check_style.py
+	$(PY) tools/nb_stats.py
 
 test: check
 	MPLBACKEND=Agg $(PY) -m pytest $(PYTEST_ARGS) tests
 
+# JupyterLab on the course; as root (a container) it needs --allow-root.
 lab: setup
-	$(VENV)/bin/jupyter lab nbs/
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) nbs/
+
+# Rewrite the committed figures and their data under nbs/figures/ (a chapter run alone writes to the
+# ignored nbs/_scratch/): every chapter executed with MINIPAGED_FIGURE_DIR pointing at them.
+figures: setup
+	MINIPAGED_FIGURE_DIR=$(CURDIR)/nbs/figures MPLBACKEND=Agg $(PY) -m pytest $(PYTEST_ARGS) tests/test_notebooks.py
 
 # The whole course, executed and rendered to static HTML without Quarto.
 site: setup

@@ -11,7 +11,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['KiB', 'MiB', 'GiB', 'PERCENT_COLUMNS', 'is_int', 'check_positive', 'check_count', 'check_int', 'check_number',
-           'check_bool', 'cdiv', 'fmt_bytes', 'format_rows', 'distribution', 'write_figure', 'figure_dir', 'patch_to']
+           'check_bool', 'cdiv', 'fmt_bytes', 'format_rows', 'distribution', 'write_figure', 'figure_dir', 'opted_in',
+           'progress', 'patch_to']
 
 # %% ../nbs/91_utils.ipynb #ed879790
 def is_int(x) -> bool:
@@ -114,10 +115,27 @@ def write_figure(fig, rows: list[dict], out_dir, stem: str) -> dict:
         w = csv.DictWriter(f, fieldnames=list(rows[0])); w.writeheader(); w.writerows(rows)
     return {'png': str(png), 'csv': str(data)}
 
-def figure_dir(default: str = 'figures') -> Path:
-    """Where the chapters write figures: `default` (beside the notebooks) or `$MINIPAGED_FIGURE_DIR` (test
-    runs)"""
-    return Path(os.environ.get('MINIPAGED_FIGURE_DIR') or default)
+# %% ../nbs/91_utils.ipynb #700cad3e
+def figure_dir(name: str = 'figures') -> Path:
+    """Where a chapter writes figures and their data: `$MINIPAGED_FIGURE_DIR` when set (`make figures`: the
+    committed `nbs/figures/`; the tests: a temp folder), else `_scratch/<name>`, which git ignores"""
+    env = os.environ.get('MINIPAGED_FIGURE_DIR')
+    return Path(env) if env else Path('_scratch') / name
+
+# %% ../nbs/91_utils.ipynb #f1deb5b0
+def opted_in(flag: bool = False, what: str = 'this cell', minutes: float | None = None) -> bool:
+    """True when the reader asked for slow cells (`flag`, a chapter's `RUN_SLOW`, or `MINIPAGED_SLOW=1`); else
+    prints what was skipped and how to opt in, and returns False"""
+    if flag or os.environ.get('MINIPAGED_SLOW', '').lower() in ('1', 'true', 'yes'): return True
+    took = f' (about {minutes:g} min on a laptop CPU)' if minutes else ''
+    print(f"Skipped {what}{took}: set RUN_SLOW = True at the top of this chapter, or MINIPAGED_SLOW=1, to run it.")
+    return False
+
+# %% ../nbs/91_utils.ipynb #1729f722
+def progress(items, desc: str = '', total: int | None = None):
+    "`items` with a progress bar (tqdm's: a widget in JupyterLab, text in a terminal)"
+    from tqdm.auto import tqdm
+    return tqdm(items, desc=desc, total=total, leave=False)
 
 # %% ../nbs/91_utils.ipynb #7f4bc0b1
 def patch_to(cls, as_prop: bool = False):

@@ -2,7 +2,8 @@
 """Render nbs/index.ipynb to README.md without Quarto (which nbdev-readme needs and these machines lack).
 
 Cells tagged `#| hide` are left out, `#|` directive lines are stripped, code and its saved
-outputs are kept. `--check` exits 1 if README.md differs from what would be written."""
+outputs are kept. Links are written relative to `nbs/` (so they work in JupyterLab, which opens `nbs/`);
+here they are rewritten for the repository root (`00_kv_budget.ipynb` becomes `nbs/00_kv_budget.ipynb`). `--check` exits 1 if README.md differs from what would be written."""
 import re, sys
 from pathlib import Path
 import nbformat
@@ -10,6 +11,12 @@ from nbconvert import MarkdownExporter
 
 ROOT = Path(__file__).resolve().parent.parent
 _directive = re.compile(r'^\s*#\|.*$\n?', re.MULTILINE)
+
+_link = re.compile(r'(\]\()(?!https?:|mailto:|#|/|nbs/)([^)\s]+)\)')
+
+def from_root(markdown: str) -> str:
+    "Relative links and images of a page in nbs/, rewritten to resolve from the repository root"
+    return _link.sub(lambda m: f"{m.group(1)}nbs/{m.group(2)})", markdown)
 
 def render(nb_path=ROOT / 'nbs' / 'index.ipynb') -> str:
     nb = nbformat.read(nb_path, as_version=4)
@@ -21,7 +28,7 @@ def render(nb_path=ROOT / 'nbs' / 'index.ipynb') -> str:
     nb.cells = cells
     nb.metadata['language_info'] = {'name': 'python'}       # nbdev-clean drops it; code fences keep their language
     body, _ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
-    body = re.sub(r'\n{3,}', '\n\n', body).strip() + '\n'
+    body = from_root(re.sub(r'\n{3,}', '\n\n', body).strip() + '\n')
     return '<!-- Generated from nbs/index.ipynb by tools/render_readme.py: edit the notebook, not this file. -->\n\n' + body
 
 if __name__ == '__main__':
