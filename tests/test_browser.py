@@ -1,15 +1,20 @@
 """Every chapter as a learner meets it: JupyterLab in headless Chromium, Run All, no errors, widgets answer.
 
 One JupyterLab server (127.0.0.1, a free port, a random token, its own config/settings/workspace dirs)
-serves a copy of `nbs/` in a temp dir; cells flagged with `[tool.nbdev] tst_flags` (`slow`, `gpu`,
-`notest`) are dropped from the copy and saved outputs and widget state are cleared, so what the browser
-shows is this run's. For each chapter a fresh Chromium (Debian's `chromium`, driven by the `playwright`
-Python package through `executable_path`; no browser is ever downloaded) opens the notebook, runs
-JupyterLab's `notebook:run-all-cells` command, waits for the kernel to go idle with every code cell
-numbered, and checks the notebook model and the rendered page for errors. Where a chapter displays
-ipywidgets, their views must render and answer one interaction (a click, a slider key, a dropdown or a
-text edit) by changing a readout. A screenshot per chapter goes to `$MINIPAGED_SCREENSHOTS`, else to
-pytest's temp dir (`browser_screenshots/`).
+serves a copy of the course in a temp dir that is a git repository of its own: `nbs/`, `pyproject.toml` and
+`.gitignore`, with `#| notest` cells dropped and saved outputs and widget state cleared (committed), so what
+the browser shows is this run's. Slow and GPU cells stay: a learner's Run All runs them too, and they must do
+nothing unless asked (`minipaged.utils.opted_in`, a CUDA check). For each chapter a fresh Chromium (Debian's
+`chromium`, driven by the `playwright` Python package through `executable_path`; no browser is ever
+downloaded) opens the notebook, runs JupyterLab's `notebook:run-all-cells` command, waits for the kernel to go
+idle with every code cell numbered, and checks the notebook model and the rendered page for errors. Where a
+chapter displays ipywidgets, their views must render and answer one interaction (a click, a slider key, a
+dropdown or a text edit) by changing a readout. A screenshot per chapter goes to `$MINIPAGED_SCREENSHOTS`,
+else to pytest's temp dir (`browser_screenshots/`).
+
+Two more tests: the course map's links and a chapter's "next" link open their notebooks when clicked; and
+after every chapter has run (autosave off: a notebook file changes only when the learner saves it), `git
+status` in the copy is clean: running the course writes no tracked file and nothing git does not ignore.
 
 Skips, saying why, where the `playwright` package or a Chromium binary is missing
 (`apt-get install chromium`, `pip install playwright`; set `MINIPAGED_CHROMIUM` to use another binary)."""
@@ -48,27 +53,27 @@ def _requirements():
     return chromium
 
 # ---------------------------------------------------------------- the copy of the course the browser opens
-def _flag_re():
-    try:
-        from nbdev.config import get_config
-        flags = get_config(ROOT).tst_flags.split()
-    except Exception: flags = ['notest', 'gpu', 'slow']
-    return re.compile(r'^\s*#\|\s*(?:' + '|'.join(map(re.escape, flags)) + r'|eval:\s*false)\s*$', re.MULTILINE)
+NOTEST = re.compile(r'^\s*#\|\s*(?:notest|eval:\s*false)\s*$', re.MULTILINE)
+
+def _git(repo: Path, *args) -> str:
+    return subprocess.run(['git', '-C', str(repo), *args], check=True, capture_output=True, text=True).stdout
 
 def copy_course(dest: Path) -> Path:
-    "Copy nbs/ into `dest/nbs`: flagged and empty code cells dropped, outputs and widget state cleared"
+    """Copy nbs/, pyproject.toml and .gitignore into `dest`, a new git repository: `notest` and empty code cells
+    dropped, outputs and widget state cleared, all of it committed; return `dest/nbs`"""
     nbs = dest / 'nbs'
-    shutil.copytree(ROOT / 'nbs', nbs, ignore=shutil.ignore_patterns('.ipynb_checkpoints', '_proc', '__pycache__'))
-    shutil.copy(ROOT / 'pyproject.toml', dest / 'pyproject.toml')   # nbdev's config lookup walks up from nbs/
-    flagged = _flag_re()
+    shutil.copytree(ROOT / 'nbs', nbs, ignore=shutil.ignore_patterns('.ipynb_checkpoints', '_proc', '__pycache__', '_scratch'))
+    for f in ('pyproject.toml', '.gitignore'): shutil.copy(ROOT / f, dest / f)   # nbdev's config lookup walks up from nbs/
     for p in nbs.glob('*.ipynb'):
         nb = nbformat.read(p, as_version=4)
-        nb.cells = [c for c in nb.cells if c.cell_type != 'code' or (c.source.strip() and not flagged.search(c.source))]
+        nb.cells = [c for c in nb.cells if c.cell_type != 'code' or (c.source.strip() and not NOTEST.search(c.source))]
         for c in nb.cells:
             if c.cell_type == 'code': c.outputs, c.execution_count = [], None
         nb.metadata.pop('widgets', None)
         nb.metadata['kernelspec'] = {'display_name': 'Python 3 (ipykernel)', 'language': 'python', 'name': 'python3'}
         nbformat.write(nb, p)
+    _git(dest, 'init', '-q'); _git(dest, 'add', '-A')
+    _git(dest, '-c', 'user.name=test', '-c', 'user.email=test@localhost', 'commit', '-qm', 'the course as the browser gets it')
     return nbs
 
 # ---------------------------------------------------------------- the JupyterLab server
@@ -77,8 +82,9 @@ def _free_port() -> int:
         s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 def _lab_settings(settings: Path):
-    "User settings: render every cell (no windowing, so the DOM holds the whole notebook), no news, no update check"
+    "User settings: render every cell (no windowing, so the DOM holds the whole notebook), no autosave, no news, no update check"
     for ext, body in {'@jupyterlab/notebook-extension/tracker': {'windowingMode': 'none', 'recordTiming': True},
+                      '@jupyterlab/docmanager-extension/plugin': {'autosave': False},
                       '@jupyterlab/apputils-extension/notification': {'fetchNews': 'false', 'checkForUpdates': False}}.items():
         f = settings / f'{ext}.jupyterlab-settings'
         f.parent.mkdir(parents=True, exist_ok=True); f.write_text(json.dumps(body))
@@ -98,7 +104,7 @@ def lab(tmp_path_factory):
     for d in home.values(): d.mkdir(parents=True, exist_ok=True)
     _lab_settings(home['JUPYTERLAB_SETTINGS_DIR'])
     env = {**os.environ, **{k: str(v) for k, v in home.items()}, 'PYTHONPATH': os.pathsep.join(filter(None, [str(ROOT), os.environ.get('PYTHONPATH')]))}
-    env.pop('MPLBACKEND', None)   # conftest sets Agg for headless tests; in the browser the kernel's inline backend must draw
+    for k in ('MPLBACKEND', 'MINIPAGED_SLOW', 'MINIPAGED_SOLUTIONS', 'MINIPAGED_FIGURE_DIR'): env.pop(k, None)   # a learner's environment: the kernel's inline backend draws
     port, token = _free_port(), secrets.token_hex(16)
     base = f'http://127.0.0.1:{port}'
     log = open(tmp / 'jupyterlab.log', 'wb')
@@ -119,7 +125,7 @@ def lab(tmp_path_factory):
                 time.sleep(0.5)
         shots = Path(os.environ.get('MINIPAGED_SCREENSHOTS') or tmp_path_factory.getbasetemp() / 'browser_screenshots')
         shots.mkdir(parents=True, exist_ok=True)
-        yield dict(base=base, token=token, nbs=nbs, chromium=chromium, shots=shots, log=tmp / 'jupyterlab.log')
+        yield dict(base=base, token=token, nbs=nbs, repo=nbs.parent, chromium=chromium, shots=shots, log=tmp / 'jupyterlab.log')
     finally:
         try:
             for s in _api(base, token, '/api/sessions'): _api(base, token, f"/api/sessions/{s['id']}", 'DELETE')
@@ -281,3 +287,47 @@ def test_chapter_in_browser(nb, lab):
                 for s in _api(lab['base'], lab['token'], '/api/sessions'): _api(lab['base'], lab['token'], f"/api/sessions/{s['id']}", 'DELETE')
             except Exception: pass
             browser.close()
+
+JS_OPENED = """name => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  return !!w && !!w.context && w.context.path === name && w.context.isReady; }"""
+
+JS_LINKS = """href => Array.from(document.querySelectorAll('.jp-RenderedMarkdown a')).map((a, i) => {
+  const h = (a.getAttribute('href') || '').split('?')[0];     // JupyterLab resolves a relative link to a /files/ URL
+  return (h === href || h.endsWith('/' + href)) ? i : -1; }).filter(i => i >= 0)"""
+
+def _click_link(page, href: str, last: bool = False):
+    "Click a link in a rendered markdown cell, as a learner would (the last one with this target if `last`)"
+    page.wait_for_function(f'href => ({JS_LINKS})(href).length > 0', arg=href, timeout=60_000, polling=500)
+    hits = page.evaluate(JS_LINKS, href)
+    link = page.locator('.jp-RenderedMarkdown a').nth(hits[-1] if last else hits[0])
+    link.scroll_into_view_if_needed(); link.click()
+
+def test_links_navigate_in_jupyterlab(lab):
+    "The course map's link opens chapter 00; its closing 'next' link opens chapter 01; the glossary link opens it"
+    from playwright.sync_api import sync_playwright
+    chapters = [p.name for p in NOTEBOOKS if re.match(r'\d\d', p.name)]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=lab['chromium'], args=CHROMIUM_ARGS, timeout=60_000)
+        page = browser.new_page(viewport={'width': 1400, 'height': 1000})
+        page.set_default_timeout(30_000)
+        try:
+            page.goto(f"{lab['base']}/lab/workspaces/browser-links/tree/index.ipynb?token={lab['token']}",
+                      wait_until='domcontentloaded', timeout=90_000)
+            page.wait_for_function(JS_OPENED, arg='index.ipynb', timeout=120_000, polling=500)
+            _click_link(page, chapters[0])
+            page.wait_for_function(JS_OPENED, arg=chapters[0], timeout=60_000, polling=500)
+            _click_link(page, chapters[1], last=True)             # the previous/next links close the chapter
+            page.wait_for_function(JS_OPENED, arg=chapters[1], timeout=60_000, polling=500)
+            _click_link(page, 'glossary.ipynb', last=True)
+            page.wait_for_function(JS_OPENED, arg='glossary.ipynb', timeout=60_000, polling=500)
+            page.screenshot(path=str(lab['shots'] / 'links.png'))
+        finally:
+            try:
+                for s in _api(lab['base'], lab['token'], '/api/sessions'): _api(lab['base'], lab['token'], f"/api/sessions/{s['id']}", 'DELETE')
+            except Exception: pass
+            browser.close()
+
+def test_run_all_leaves_git_status_clean(lab):
+    "After the chapters' Run All (the tests above), the copy's git status is clean: no tracked file rewritten, no stray file"
+    status = _git(lab['repo'], 'status', '--porcelain', '--untracked-files=all')
+    assert status == '', f'running the chapters changed files git sees:\n{status[:3000]}'

@@ -138,7 +138,16 @@ def side_by_side(r: dict) -> dict:
                 result=f"median, against → this: {per}", against=f"commit {r['against']}")
 
 
-SUMMARIES = dict(engine_cpu=engine_cpu, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
+def chapter_times(r: dict) -> dict:
+    "How long each chapter's plain run takes: the total and the longest three"
+    rows = sorted(r['chapters'], key=lambda c: -c['seconds'])
+    top = ', '.join(f"{c['chapter'][:3].rstrip('_')} {c['seconds']:.0f} s" for c in rows[:3])
+    return dict(what=f"Each chapter run as \"Run All\" runs it (slow cells not opted in), {len(rows)} chapters",
+                result=f"**{sum(c['seconds'] for c in rows) / 60:.1f} min** in all; longest: {top}",
+                against='nothing: a learner\'s guide (the course map quotes it)')
+
+
+SUMMARIES = dict(engine_cpu=engine_cpu, chapter_times=chapter_times, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
                  soak=soak, attention_cpu=attention_cpu, attention_gpu=attention_gpu,
                  side_by_side=side_by_side)
 
