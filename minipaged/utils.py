@@ -128,7 +128,8 @@ def opted_in(flag: bool = False, what: str = 'this cell', minutes: float | None 
     prints what was skipped and how to opt in, and returns False"""
     if flag or os.environ.get('MINIPAGED_SLOW', '').lower() in ('1', 'true', 'yes'): return True
     took = f' (about {minutes:g} min on a laptop CPU)' if minutes else ''
-    print(f"Skipped {what}{took}: set RUN_SLOW = True at the top of this chapter, or MINIPAGED_SLOW=1, to run it.")
+    print(f"Skipped {what}{took}: set RUN_SLOW = True at the top of this chapter, or MINIPAGED_SLOW=1, "
+          "to run it.")
     return False
 
 # %% ../nbs/91_utils.ipynb #1729f722

@@ -19,15 +19,16 @@ def solution(ref: str):
     "The worked solution `ref`, 'file.py:name' under the repository's `solutions/` folder"
     fname, _, name = ref.partition(':')
     path = SOLUTIONS / fname
-    if not (name and path.is_file()): raise ValueError(f"solution must be 'file.py:name' under {SOLUTIONS}, got {ref!r}")
+    if not (name and path.is_file()):
+        raise ValueError(f"solution must be 'file.py:name' under {SOLUTIONS}, got {ref!r}")
     spec = importlib.util.spec_from_file_location(f'solutions_{path.stem}', path)
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     return getattr(mod, name)
 
 # %% ../../nbs/91_utils.ipynb #dee43dce
 def exercise(test, answer, solution_ref: str) -> bool | None:
-    """Run `test(answer)`: True if it passes (a failing answer raises); None, with a note, while `answer` is a stub.
-    With `MINIPAGED_SOLUTIONS=1` the worked solution `solution_ref` is tested instead."""
+    """Run `test(answer)`: True if it passes (a failing answer raises); None, with a note, while `answer` is a
+    stub. With `MINIPAGED_SOLUTIONS=1` the worked solution `solution_ref` is tested instead."""
     if os.environ.get('MINIPAGED_SOLUTIONS') == '1': answer = solution(solution_ref)
     try: test(answer)
     except NotImplementedError:
