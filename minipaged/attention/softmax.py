@@ -1,4 +1,4 @@
-"""Attention over keys that arrive one block at a time, partial results merged in any order, and the numerical contract measured rather than assumed.
+"""Attention over keys that arrive one block at a time, partial results merged in any order, and what each dtype costs, measured.
 
 Docs: https://minipaged.github.io/minipaged/online_softmax.html.md"""
 
@@ -14,46 +14,65 @@ from ..utils import check_positive
 
 # %% auto #0
 __all__ = ['INPUT_FAMILIES', 'INPUT_DTYPES', 'ACCUM_DTYPES', 'check_attention_args', 'dense_attention', 'attention_test_inputs',
-           'dtype_name', 'SoftmaxState', 'init_state', 'update_state', 'finalize', 'online_state', 'online_attention',
-           'max_rel_error', 'merge_states', 'state_lse', 'unit_roundoff', 'smallest_subnormal', 'round_to_dtype']
+           'dtype_name', 'SoftmaxState', 'init_state', 'update_state', 'finalize', 'unit_roundoff',
+           'smallest_subnormal', 'round_to_dtype', 'online_state', 'online_attention', 'merge_states', 'state_lse',
+           'max_rel_error']
 
-# %% ../../nbs/02_online_softmax.ipynb #e06bd43c
-def check_attention_args(q, k, v, scale=None, mask=None):
-    """Validate `q [..., n_q, d]`, `k [..., n_k, d]`, `v [..., n_k, d_v]`, `scale > 0`, bool `mask`
-    broadcastable to `[..., n_q, n_k]`"""
+# %% ../../nbs/02_online_softmax.ipynb #7d0ef620
+def _check_qkv(q, k, v):
+    "`q`, `k`, `v` as arrays: real numbers, `[..., rows, dim]`, one head dimension, one value row per key"
     q, k, v = (np.asarray(x) for x in (q, k, v))
     for name, x in dict(q=q, k=k, v=v).items():
         if x.ndim < 2: raise ValueError(f"{name} must have shape [..., rows, dim] (at least 2 dimensions), "
                                         f"got shape {x.shape}")
         if x.dtype.kind not in 'fiu': raise ValueError(f"{name} must hold real numbers, got dtype {x.dtype}")
-    (n_q, d), n_k = q.shape[-2:], k.shape[-2]
+    d, n_k = q.shape[-1], k.shape[-2]
     if d < 1: raise ValueError(f"q must have a head dimension d >= 1, got shape {q.shape}")
     if k.shape[-1] != d: raise ValueError(f"k must have the head dimension of q (d = {d}), got shape "
                                           f"{k.shape}")
     if v.shape[-2] != n_k: raise ValueError(f"v must have one row per key of k (n_k = {n_k}), got shape "
                                             f"{v.shape}")
-    try: batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError: raise ValueError("the leading (batch, head) dimensions of q, k and v must broadcast, "
-                                        f"got {q.shape}, {k.shape}, {v.shape}") from None
+    return q, k, v
+
+# %% ../../nbs/02_online_softmax.ipynb #d9d01e69
+def _check_scale(scale, d: int) -> float:
+    "The softmax scale: `1/sqrt(d)` when `scale` is None, else `scale`, which must be positive and finite"
     scale = 1 / math.sqrt(d) if scale is None else scale
     if not (isinstance(scale, (int, float, np.integer, np.floating)) and math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
-    if mask is not None:
-        mask, target = np.asarray(mask), batch + (n_q, n_k)
-        if mask.dtype != bool: raise ValueError("mask must be a boolean array (True = attend), got dtype "
-                                                f"{mask.dtype}")
-        try: fits = np.broadcast_shapes(mask.shape, target) == target
-        except ValueError: fits = False
-        if not fits: raise ValueError(f"mask must broadcast to the score shape {target}, got shape "
-                                      f"{mask.shape}")
-    return q, k, v, float(scale), mask
+    return float(scale)
 
-# %% ../../nbs/02_online_softmax.ipynb #79ce7483
+# %% ../../nbs/02_online_softmax.ipynb #2feedd8e
+def _check_mask(mask, target: tuple):
+    "`mask` as a bool array that broadcasts to the score shape `target`; None stays None"
+    if mask is None: return None
+    mask = np.asarray(mask)
+    if mask.dtype != bool: raise ValueError("mask must be a boolean array (True = attend), got dtype "
+                                            f"{mask.dtype}")
+    try: fits = np.broadcast_shapes(mask.shape, target) == target
+    except ValueError: fits = False
+    if not fits: raise ValueError(f"mask must broadcast to the score shape {target}, got shape "
+                                  f"{mask.shape}")
+    return mask
+
+# %% ../../nbs/02_online_softmax.ipynb #e06bd43c
+def check_attention_args(q, k, v, scale=None, mask=None):
+    """Validate `q [..., n_q, d]`, `k [..., n_k, d]`, `v [..., n_k, d_v]`, `scale > 0`, bool `mask`
+    broadcastable to `[..., n_q, n_k]`"""
+    q, k, v = _check_qkv(q, k, v)
+    try: batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError: raise ValueError("the leading (batch, head) dimensions of q, k and v must broadcast, "
+                                        f"got {q.shape}, {k.shape}, {v.shape}") from None
+    scale = _check_scale(scale, q.shape[-1])
+    return q, k, v, scale, _check_mask(mask, batch + (q.shape[-2], k.shape[-2]))
+
+# %% ../../nbs/02_online_softmax.ipynb #7a297dfd
 def _shift(m):
     """The row maximum to subtract: `m` where finite, 0 where no key is live (`m = -inf`), so exp never sees
     -inf - -inf"""
     return np.where(np.isneginf(m), 0, m)
 
+# %% ../../nbs/02_online_softmax.ipynb #79ce7483
 def dense_attention(q, k, v, scale=None, mask=None) -> np.ndarray:
     """softmax(scale * q k^T, masked keys at -inf) @ v in float64; a row with no live key is 0. The reference
     for every kernel"""
@@ -63,6 +82,23 @@ def dense_attention(q, k, v, scale=None, mask=None) -> np.ndarray:
     p = np.exp(s - _shift(s.max(axis=-1, keepdims=True, initial=-np.inf)))
     num, l = p @ v.astype(np.float64), p.sum(axis=-1, keepdims=True)
     return np.divide(num, l, out=np.zeros_like(num), where=l > 0)
+
+# %% ../../nbs/02_online_softmax.ipynb #85bb20a7
+def _family_inputs(family: str, q, k, rng, scale: float):
+    "Make standard-normal `q`, `k` into `family`'s inputs (table above): `(q, k, mask)`, `mask` None or bool"
+    (n_q, d), n_k, mask = q.shape[-2:], k.shape[-2], None
+    if family == 'spread_1e4': q = q * (1e4 / np.abs(scale * q @ k.swapaxes(-1, -2)).max())
+    # scale * c * c = 1e4 on every score
+    elif family == 'near_1e4': q[..., -1] = k[..., -1] = math.sqrt(1e4 / scale)
+    elif family == 'dominant':
+        u = rng.standard_normal(d)
+        q, k[:, n_k // 3] = u + 0.25 * q, 3 * u
+    elif family == 'equal': k[:] = k[:, :1]
+    elif family == 'masked':
+        i, j = np.arange(n_q)[:, None], np.arange(n_k)
+        mask = (j <= n_k - n_q + i) & (rng.random((n_q, n_k)) < 0.7)
+        mask[[0, 3]] = False
+    return q, k, mask
 
 # %% ../../nbs/02_online_softmax.ipynb #5873e086
 INPUT_FAMILIES = ('random', 'spread_1e4', 'near_1e4', 'dominant', 'equal', 'masked')
@@ -75,23 +111,8 @@ def attention_test_inputs(family: str = 'random', seed: int = 0, heads: int = 2,
                                                       f"got {family!r}")
     for name, n in dict(heads=heads, n_q=n_q, n_k=n_k, d=d, d_v=d_v).items(): check_positive(name, n)
     rng = np.random.default_rng(seed)
-    q, k, v = (
-        rng.standard_normal((heads, n_q, d)),
-        rng.standard_normal((heads, n_k, d)),
-        rng.standard_normal((heads, n_k, d_v)),
-    )
-    mask, scale = None, 1 / math.sqrt(d)
-    if family == 'spread_1e4': q *= 1e4 / np.abs(scale * q @ k.swapaxes(-1, -2)).max()
-    # scale * c * c = 1e4 on every score
-    elif family == 'near_1e4': q[..., -1] = k[..., -1] = math.sqrt(1e4 / scale)
-    elif family == 'dominant':
-        u = rng.standard_normal(d)
-        q, k[:, n_k // 3] = u + 0.25 * q, 3 * u
-    elif family == 'equal': k[:] = k[:, :1]
-    elif family == 'masked':
-        i, j = np.arange(n_q)[:, None], np.arange(n_k)
-        mask = (j <= n_k - n_q + i) & (rng.random((n_q, n_k)) < 0.7)
-        mask[[0, 3]] = False
+    q, k, v = (rng.standard_normal((heads, rows, cols)) for rows, cols in ((n_q, d), (n_k, d), (n_k, d_v)))
+    q, k, mask = _family_inputs(family, q, k, rng, 1 / math.sqrt(d))
     return q, k, v, mask
 
 # %% ../../nbs/02_online_softmax.ipynb #196612ec
@@ -101,11 +122,8 @@ ACCUM_DTYPES = ('float64', 'float32')
 def dtype_name(dtype, arg: str = 'dtype', allowed=INPUT_DTYPES) -> str:
     """Canonical name of `dtype` (a name, an alias such as 'bf16', or a NumPy dtype); a `ValueError` names
     `arg` unless it is `allowed`"""
-    name = (
-        np.dtype(dtype).name
-        if isinstance(dtype, (type, np.dtype))
-        else DTYPE_ALIASES.get(str(dtype).lower(), str(dtype).lower())
-    )
+    if isinstance(dtype, (type, np.dtype)): name = np.dtype(dtype).name
+    else: name = DTYPE_ALIASES.get(str(dtype).lower(), str(dtype).lower())
     if name not in allowed: raise ValueError(f"{arg} must be one of {', '.join(allowed)}, got {dtype!r}")
     return name
 
@@ -117,6 +135,7 @@ class SoftmaxState(NamedTuple):
     l: np.ndarray
     acc: np.ndarray
 
+# %% ../../nbs/02_online_softmax.ipynb #95b66354
 def init_state(rows, d_v: int, accum_dtype='float64') -> SoftmaxState:
     """The state before any key: `m = -inf`, `l = 0`, `acc = 0`, for `rows` query rows (an int or a shape) in
     `accum_dtype`"""
@@ -140,59 +159,11 @@ def update_state(state: SoftmaxState, scores, v_block) -> SoftmaxState:
     p = np.exp(s - shift[..., None])
     return SoftmaxState(m_new, alpha * state.l + p.sum(axis=-1), alpha[..., None] * state.acc + p @ vb)
 
+# %% ../../nbs/02_online_softmax.ipynb #009bc83e
 def finalize(state: SoftmaxState) -> np.ndarray:
     "The attention output `acc / l`; 0 for a row that saw no live key (`l = 0`)"
     l = state.l[..., None]
     return np.divide(state.acc, l, out=np.zeros_like(state.acc), where=l > 0)
-
-# %% ../../nbs/02_online_softmax.ipynb #4280df6b
-def online_state(
-    q, k, v, block_size: int, scale=None, mask=None, dtype=None, accum_dtype='float64'
-) -> SoftmaxState:
-    """The state of attention over all keys, visited `block_size` at a time; inputs rounded to `dtype` (None:
-    as given), arithmetic in `accum_dtype`"""
-    q, k, v, scale, mask = check_attention_args(q, k, v, scale, mask)
-    check_positive('block_size', block_size)
-    acc = np.dtype(dtype_name(accum_dtype, 'accum_dtype', ACCUM_DTYPES))
-    if dtype is not None: q, k, v = (round_to_dtype(x, dtype) for x in (q, k, v))
-    q, kT, v = q.astype(acc), np.swapaxes(k, -1, -2).astype(acc), v.astype(acc)
-    batch = np.broadcast_shapes(q.shape[:-2], kT.shape[:-2], v.shape[:-2],
-                                () if mask is None else mask.shape[:-2])
-    state = init_state(batch + q.shape[-2:-1], v.shape[-1], acc)
-    for start in range(0, kT.shape[-1], block_size):
-        blk = slice(start, start + block_size)
-        s = (q @ kT[..., blk]) * acc.type(scale)
-        if mask is not None: s = np.where(mask[..., blk], s, -np.inf)
-        state = update_state(state, s, v[..., blk, :])
-    return state
-
-def online_attention(
-    q, k, v, block_size: int, scale=None, mask=None, dtype=None, accum_dtype='float64'
-) -> np.ndarray:
-    "Attention by the online recurrence over key blocks of `block_size`; the output is in `accum_dtype`"
-    return finalize(online_state(q, k, v, block_size, scale, mask, dtype, accum_dtype))
-
-# %% ../../nbs/02_online_softmax.ipynb #5dcfabe7
-def max_rel_error(out, ref) -> float:
-    "max |out - ref| / max |ref| over the whole array (0 if both are all zeros, inf if only `ref` is)"
-    err, size = np.abs(np.asarray(out, np.float64) - ref).max(initial=0), np.abs(ref).max(initial=0)
-    return float(err / size) if size > 0 else (0.0 if err == 0 else math.inf)
-
-# %% ../../nbs/02_online_softmax.ipynb #61a9bc7b
-def merge_states(a: SoftmaxState, b: SoftmaxState) -> SoftmaxState:
-    "The state of the union of two disjoint key sets from their states `a` and `b` (split-K, chunked prefill)"
-    if a.acc.shape != b.acc.shape: raise ValueError("merge_states needs states of one shape, got "
-                                                    f"{a.acc.shape} and {b.acc.shape}")
-    m = np.maximum(a.m, b.m)
-    shift = _shift(m)
-    wa, wb = np.exp(a.m - shift), np.exp(b.m - shift)
-    return SoftmaxState(m, wa * a.l + wb * b.l, wa[..., None] * a.acc + wb[..., None] * b.acc)
-
-# %% ../../nbs/02_online_softmax.ipynb #5579fa4e
-def state_lse(state: SoftmaxState) -> np.ndarray:
-    "log sum_j exp(s_j) per row from a state: `m + log(l)`, -inf for a row with no live key"
-    live = state.l > 0
-    return np.where(live, state.m + np.log(np.where(live, state.l, 1)), -np.inf)
 
 # %% ../../nbs/02_online_softmax.ipynb #daabc8a9
 # significand bits, log2 of the smallest subnormal
@@ -219,3 +190,58 @@ def round_to_dtype(x, dtype) -> np.ndarray:
     bits = x32.view(np.uint32)
     kept = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
     return np.where(np.isnan(x32), np.float32(np.nan), kept.view(np.float32))
+
+# %% ../../nbs/02_online_softmax.ipynb #8ca97e1e
+def _accum_inputs(q, k, v, dtype, accum_dtype):
+    "`q`, `k^T`, `v` as a kernel sees them: rounded to `dtype` (None: as given), then cast to `accum_dtype`"
+    acc = np.dtype(dtype_name(accum_dtype, 'accum_dtype', ACCUM_DTYPES))
+    if dtype is not None: q, k, v = (round_to_dtype(x, dtype) for x in (q, k, v))
+    return q.astype(acc), np.swapaxes(k, -1, -2).astype(acc), v.astype(acc)
+
+# %% ../../nbs/02_online_softmax.ipynb #4280df6b
+def online_state(
+    q, k, v, block_size: int, scale=None, mask=None, dtype=None, accum_dtype='float64'
+) -> SoftmaxState:
+    """The state of attention over all keys, visited `block_size` at a time; inputs rounded to `dtype` (None:
+    as given), arithmetic in `accum_dtype`"""
+    q, k, v, scale, mask = check_attention_args(q, k, v, scale, mask)
+    check_positive('block_size', block_size)
+    q, kT, v = _accum_inputs(q, k, v, dtype, accum_dtype)
+    batch = np.broadcast_shapes(q.shape[:-2], kT.shape[:-2], v.shape[:-2],
+                                () if mask is None else mask.shape[:-2])
+    state = init_state(batch + q.shape[-2:-1], v.shape[-1], q.dtype)
+    for start in range(0, kT.shape[-1], block_size):
+        blk = slice(start, start + block_size)
+        s = (q @ kT[..., blk]) * q.dtype.type(scale)
+        if mask is not None: s = np.where(mask[..., blk], s, -np.inf)
+        state = update_state(state, s, v[..., blk, :])
+    return state
+
+# %% ../../nbs/02_online_softmax.ipynb #c76da5f4
+def online_attention(
+    q, k, v, block_size: int, scale=None, mask=None, dtype=None, accum_dtype='float64'
+) -> np.ndarray:
+    "Attention by the online recurrence over key blocks of `block_size`; the output is in `accum_dtype`"
+    return finalize(online_state(q, k, v, block_size, scale, mask, dtype, accum_dtype))
+
+# %% ../../nbs/02_online_softmax.ipynb #61a9bc7b
+def merge_states(a: SoftmaxState, b: SoftmaxState) -> SoftmaxState:
+    "The state of the union of two disjoint key sets from their states `a` and `b` (split-K, chunked prefill)"
+    if a.acc.shape != b.acc.shape: raise ValueError("merge_states needs states of one shape, got "
+                                                    f"{a.acc.shape} and {b.acc.shape}")
+    m = np.maximum(a.m, b.m)
+    shift = _shift(m)
+    wa, wb = np.exp(a.m - shift), np.exp(b.m - shift)
+    return SoftmaxState(m, wa * a.l + wb * b.l, wa[..., None] * a.acc + wb[..., None] * b.acc)
+
+# %% ../../nbs/02_online_softmax.ipynb #5579fa4e
+def state_lse(state: SoftmaxState) -> np.ndarray:
+    "log sum_j exp(s_j) per row from a state: `m + log(l)`, -inf for a row with no live key"
+    live = state.l > 0
+    return np.where(live, state.m + np.log(np.where(live, state.l, 1)), -np.inf)
+
+# %% ../../nbs/02_online_softmax.ipynb #5dcfabe7
+def max_rel_error(out, ref) -> float:
+    "max |out - ref| / max |ref| over the whole array (0 if both are all zeros, inf if only `ref` is)"
+    err, size = np.abs(np.asarray(out, np.float64) - ref).max(initial=0), np.abs(ref).max(initial=0)
+    return float(err / size) if size > 0 else (0.0 if err == 0 else math.inf)

@@ -20,15 +20,27 @@ def block_size_rows(family: str = 'random', seeds=(0, 1, 2), block_sizes=(1, 2, 
     for dtype, acc in configs:
         for b in block_sizes:
             cases = [contract_case(*attention_test_inputs(family, s), b, dtype, acc) for s in seeds]
-            rows.append(
-                dict(
-                    input_dtype=dtype,
-                    accum_dtype=acc,
-                    block_size=b,
-                    **{key: max(c[key] for c in cases) for key in cases[0]},
-                )
-            )
+            worst = {key: max(c[key] for c in cases) for key in cases[0]}
+            rows.append(dict(input_dtype=dtype, accum_dtype=acc, block_size=b, **worst))
     return rows
+
+# %% ../../nbs/02_online_softmax.ipynb #8f8a29bc
+_STYLES = ('o-', 'x--', 's:', '^-', 'v-')
+
+def _error_panel(ax, rows: list[dict], key: str, title: str, n_k: int, floor: float):
+    "One panel of Figure 3: `key` against block size, a line per dtype pair, an error of 0 drawn at `floor`"
+    for style, pair in zip(_STYLES, dict.fromkeys((r['input_dtype'], r['accum_dtype']) for r in rows)):
+        pts = [r for r in rows if (r['input_dtype'], r['accum_dtype']) == pair]
+        ax.plot([r['block_size'] for r in pts], [max(r[key], floor) for r in pts], style,
+                label=f'{pair[0]} inputs, {pair[1]} accumulation')
+    ax.axvline(n_k, color='gray', lw=0.8, ls='--')
+    ax.text(n_k * 1.08, 0.15, f'n_k = {n_k}', color='gray', fontsize=8)
+    bs = sorted({r['block_size'] for r in rows})
+    ax.set(xscale='log', yscale='log', xlabel='keys per block', title=title, ylim=(floor / 2, 1))
+    ax.set_xticks(bs, [str(b) for b in bs])
+    ax.minorticks_off()
+    ax.grid(alpha=0.3)
+    ax.title.set_fontsize(10)
 
 # %% ../../nbs/02_online_softmax.ipynb #e6bb3023
 def plot_block_size_error(rows: list[dict], n_k: int = 100, floor: float = 1e-17):
@@ -36,30 +48,12 @@ def plot_block_size_error(rows: list[dict], n_k: int = 100, floor: float = 1e-17
     right against exact ones"""
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    styles = ['o-', 'x--', 's:', '^-', 'v-']
-    for ax, key, title in zip(
-        axes,
-        ('rel_err_vs_rounded_inputs', 'rel_err_vs_exact_inputs'),
-        (
-            'against the reference on the rounded inputs (arithmetic only)',
-            'against the reference on the exact inputs',
-        ),
-    ):
-        for style, (dtype, acc) in zip(styles,
-                                       dict.fromkeys((r['input_dtype'], r['accum_dtype']) for r in rows)):
-            pts = [r for r in rows if (r['input_dtype'], r['accum_dtype']) == (dtype, acc)]
-            ax.plot([r['block_size'] for r in pts], [max(r[key], floor) for r in pts], style,
-                    label=f'{dtype} inputs, {acc} accumulation')
-        ax.axvline(n_k, color='gray', lw=0.8, ls='--'); ax.text(n_k * 1.08, 0.15, f'n_k = {n_k}',
-                                                                color='gray', fontsize=8)
-        bs = sorted({r['block_size'] for r in rows})
-        ax.set(xscale='log', yscale='log', xlabel='keys per block', title=title, ylim=(floor / 2, 1))
-        ax.set_xticks(bs, [str(b) for b in bs])
-        ax.minorticks_off()
-        ax.grid(alpha=0.3)
-        ax.title.set_fontsize(10)
-    axes[0].set_ylabel('max |out - ref| / max |ref|'); axes[1].legend(fontsize=8, loc='center',
-                                                                      bbox_to_anchor=(0.42, 0.4))
+    _error_panel(axes[0], rows, 'rel_err_vs_rounded_inputs',
+                 'against the reference on the rounded inputs (arithmetic only)', n_k, floor)
+    _error_panel(axes[1], rows, 'rel_err_vs_exact_inputs', 'against the reference on the exact inputs',
+                 n_k, floor)
+    axes[0].set_ylabel('max |out - ref| / max |ref|')
+    axes[1].legend(fontsize=8, loc='center', bbox_to_anchor=(0.42, 0.4))
     fig.suptitle(f'Online softmax: error against block size and dtype (random inputs, {n_k} keys; an error '
                  'of exactly 0 is drawn at the bottom edge)', fontsize=11)
     fig.tight_layout()
