@@ -9,7 +9,7 @@ from __future__ import annotations
 import json, math
 from dataclasses import dataclass
 from pathlib import Path
-from ..utils import cdiv, check_positive, fmt_bytes, MiB
+from ..utils import cdiv, check_positive, fmt_bytes, MiB, patch_to
 
 # %% auto #0
 __all__ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes', 'kv_bytes_per_token', 'ModelShape',
@@ -33,6 +33,7 @@ def canonical_dtype(dtype: str, arg: str = 'dtype') -> str:
                          f"{', '.join(DTYPE_ALIASES)}), got {dtype!r}")
     return name
 
+# %% ../../nbs/00_kv_budget.ipynb #86d75553
 def dtype_bytes(dtype: str, arg: str = 'dtype') -> int:
     "Bytes per stored scalar of `dtype`"
     return DTYPE_BYTES[canonical_dtype(dtype, arg)]
@@ -74,14 +75,23 @@ class ModelShape:
         object.__setattr__(self, 'kv_dtype', canonical_dtype(self.kv_dtype or self.dtype, 'kv_dtype'))
         if self.hidden_size is None: object.__setattr__(self, 'hidden_size', self.num_q_heads * self.head_dim)
 
-    @property
-    def group_size(self) -> int: return self.num_q_heads // self.num_kv_heads
-    @property
-    def attention_kind(self) -> str:
-        return 'MHA' if self.group_size == 1 else 'MQA' if self.num_kv_heads == 1 else 'GQA'
-    @property
-    def kv_bytes_per_token(self) -> int:
-        return kv_bytes_per_token(self.num_layers, self.num_kv_heads, self.head_dim, self.kv_dtype)
+# %% ../../nbs/00_kv_budget.ipynb #b0844b60
+@patch_to(ModelShape, as_prop=True)
+def group_size(self) -> int:
+    "Query heads per KV head: 1 for MHA, all of them for MQA"
+    return self.num_q_heads // self.num_kv_heads
+
+# %% ../../nbs/00_kv_budget.ipynb #46acbe82
+@patch_to(ModelShape, as_prop=True)
+def attention_kind(self) -> str:
+    "'MHA' (a KV head per query head), 'MQA' (one KV head) or 'GQA' (in between)"
+    return 'MHA' if self.group_size == 1 else 'MQA' if self.num_kv_heads == 1 else 'GQA'
+
+# %% ../../nbs/00_kv_budget.ipynb #6bbd6e69
+@patch_to(ModelShape, as_prop=True)
+def kv_bytes_per_token(self) -> int:  # noqa: F811 (the module's function stays)
+    "Bytes of keys and values one retained token holds, in the shape's KV dtype"
+    return kv_bytes_per_token(self.num_layers, self.num_kv_heads, self.head_dim, self.kv_dtype)
 
 # %% ../../nbs/00_kv_budget.ipynb #731b5cb4
 def kv_bytes(shape: ModelShape, lengths, block_size: int = 1) -> int:
@@ -90,55 +100,68 @@ def kv_bytes(shape: ModelShape, lengths, block_size: int = 1) -> int:
     slots = sum(block_size * cdiv(check_positive('length', n), block_size) for n in lengths)
     return slots * shape.kv_bytes_per_token
 
+# %% ../../nbs/00_kv_budget.ipynb #19781c1b
+def _attention_params(shape: ModelShape) -> int:
+    "Parameters of one layer's q, k, v and o projections (and the q/k/v biases, where the shape has them)"
+    h, q, kv = shape.hidden_size, shape.num_q_heads * shape.head_dim, shape.num_kv_heads * shape.head_dim
+    return 2 * h * q + 2 * h * kv + ((q + 2 * kv) if shape.attention_bias else 0)
+
 # %% ../../nbs/00_kv_budget.ipynb #7b27b373
 def param_count(shape: ModelShape) -> int:
     "Parameters of a Llama-family decoder with this shape (embeddings and LM head included)"
     missing = [k for k in ('intermediate_size', 'vocab_size') if getattr(shape, k) is None]
     if missing: raise ValueError(f"param_count needs {' and '.join(missing)} in the shape")
-    h, q, kv, I = (
-        shape.hidden_size,
-        shape.num_q_heads * shape.head_dim,
-        shape.num_kv_heads * shape.head_dim,
-        shape.intermediate_size,
-    )
-    attn = h * q + 2 * h * kv + q * h + ((q + 2 * kv) if shape.attention_bias else 0)
-    layer = attn + 3 * h * I + 2 * h
+    h = shape.hidden_size
+    layer = _attention_params(shape) + 3 * h * shape.intermediate_size + 2 * h
     embed = shape.vocab_size * h
     return shape.num_layers * layer + h + embed * (1 if shape.tie_word_embeddings else 2)
 
+# %% ../../nbs/00_kv_budget.ipynb #0665667f
 def weight_bytes(shape: ModelShape) -> int:
     "Bytes of the weights in the shape's dtype"
     return param_count(shape) * dtype_bytes(shape.dtype)
 
 # %% ../../nbs/00_kv_budget.ipynb #1774f5bd
-_REQUIRED_KEYS = ('num_hidden_layers', 'num_attention_heads', 'hidden_size')
-
 def _read_config(config) -> tuple[dict, str]:
+    "The parsed config, and where it came from (for error messages)"
     if isinstance(config, dict): return config, 'config'
     path = Path(config)
     if path.is_dir(): path = path / 'config.json'
     try: return json.loads(path.read_text()), str(path)
     except FileNotFoundError: raise ValueError(f"config: no such file {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f"config: {path} is not valid "
-                                                                             f"JSON ({e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"config: {path} is not valid JSON ({e})") from None
 
-def shape_from_hf_config(config, name: str | None = None, dtype: str | None = None) -> ModelShape:
-    "A `ModelShape` from a Hugging Face `config.json` (a path, a checkpoint directory, or the parsed dict)"
-    cfg, where = _read_config(config)
+# %% ../../nbs/00_kv_budget.ipynb #c982d7de
+_REQUIRED_KEYS = ('num_hidden_layers', 'num_attention_heads', 'hidden_size')
+
+def _check_config(cfg, where: str) -> dict:
+    "`cfg` if it is a JSON object with the required keys; a `ValueError` saying what is missing otherwise"
     if not isinstance(cfg, dict): raise ValueError(f"config: {where} must hold a JSON object")
     missing = [k for k in _REQUIRED_KEYS if k not in cfg]
     if missing: raise ValueError(f"config: {where} lacks {', '.join(missing)} (required: "
                                  f"{', '.join(_REQUIRED_KEYS)})")
+    return cfg
+
+# %% ../../nbs/00_kv_budget.ipynb #8488d043
+def _head_dim(cfg: dict) -> int:
+    "The config's `head_dim`, or `hidden_size / num_attention_heads` when it gives none"
+    if cfg.get('head_dim') is not None: return cfg['head_dim']
     heads, hidden = cfg['num_attention_heads'], cfg['hidden_size']
-    head_dim = cfg.get('head_dim')
-    if head_dim is None:
-        check_positive('num_attention_heads', heads); check_positive('hidden_size', hidden)
-        if hidden % heads: raise ValueError(f"config: hidden_size {hidden} is not a multiple of "
-                                            f"num_attention_heads {heads}; give head_dim")
-        head_dim = hidden // heads
+    check_positive('num_attention_heads', heads); check_positive('hidden_size', hidden)
+    if hidden % heads: raise ValueError(f"config: hidden_size {hidden} is not a multiple of "
+                                        f"num_attention_heads {heads}; give head_dim")
+    return hidden // heads
+
+# %% ../../nbs/00_kv_budget.ipynb #4ae4d20d
+def shape_from_hf_config(config, name: str | None = None, dtype: str | None = None) -> ModelShape:
+    "A `ModelShape` from a Hugging Face `config.json` (a path, a checkpoint directory, or the parsed dict)"
+    cfg, where = _read_config(config)
+    heads, head_dim = _check_config(cfg, where)['num_attention_heads'], _head_dim(cfg)
     try:
         return ModelShape(num_layers=cfg['num_hidden_layers'], num_q_heads=heads,
-            num_kv_heads=cfg.get('num_key_value_heads') or heads, head_dim=head_dim, hidden_size=hidden,
+            num_kv_heads=cfg.get('num_key_value_heads') or heads, head_dim=head_dim,
+            hidden_size=cfg['hidden_size'],
             intermediate_size=cfg.get('intermediate_size'), vocab_size=cfg.get('vocab_size'),
             tie_word_embeddings=bool(cfg.get('tie_word_embeddings', False)),
             attention_bias=cfg.get('model_type') == 'qwen2' or bool(cfg.get('attention_bias', False)),
@@ -167,6 +190,7 @@ PRESET_CONFIGS = {
                          tie_word_embeddings=True, max_position_embeddings=32768, torch_dtype='bfloat16'),
 }
 
+# %% ../../nbs/00_kv_budget.ipynb #4ccc4f12
 def preset(name: str) -> ModelShape:
     "The shape of a named model, from its published `config.json` keys"
     if name not in PRESET_CONFIGS: raise ValueError(f"preset must be one of {', '.join(PRESET_CONFIGS)}, got "
@@ -196,41 +220,36 @@ class MemoryBudget:
                                  'the sampler\'s temporary tensors')
     @property
     def total(self) -> int: return sum(self.terms.values())
-    def rows(self) -> list[dict]:
-        return [dict(term=k, bytes=v, share=v / self.total, how=self.notes[k]) for k, v in self.terms.items()]
-    def table(self) -> str:
-        "A plain-text table of every term, the total, and what the budget leaves out"
-        lines = [f"{'term':<20}{'bytes':>12}{'share':>8}  how"] + [
-            f"{r['term']:<20}{fmt_bytes(r['bytes']):>12}{r['share']:>8.1%}  {r['how']}" for r in self.rows()
-        ]
-        return '\n'.join(
-            lines + [f"{'total':<20}{fmt_bytes(self.total):>12}", 'excludes: ' + '; '.join(self.excludes)]
-        )
 
-# %% ../../nbs/00_kv_budget.ipynb #7dd23737
-def memory_budget(
-    shape: ModelShape,
-    lengths,
-    block_size: int = 16,
-    max_num_batched_tokens: int = 2048,
-    max_model_len: int | None = None,
-    workspace_bytes: int = 256 * MiB,
-    headroom_frac: float = 0.10,
-) -> MemoryBudget:
-    "Every term of the memory a served `shape` needs for live requests of `lengths` retained tokens"
-    lengths = [check_positive('length', n) for n in lengths]
-    if not lengths: raise ValueError("lengths must hold at least one request")
-    if not 0 <= headroom_frac < 1: raise ValueError(f"headroom_frac must be in [0, 1), got {headroom_frac}")
-    if workspace_bytes < 0: raise ValueError(f"workspace_bytes must be >= 0, got {workspace_bytes}")
-    max_len = check_positive('max_model_len', max_model_len or max(lengths))
-    if max(lengths) > max_len: raise ValueError(f"a length {max(lengths)} exceeds max_model_len {max_len}")
+# %% ../../nbs/00_kv_budget.ipynb #2341aec1
+@patch_to(MemoryBudget)
+def rows(self) -> list[dict]:
+    "One dict per term: its name, bytes, share of the total and how it was computed"
+    return [dict(term=k, bytes=v, share=v / self.total, how=self.notes[k]) for k, v in self.terms.items()]
+
+# %% ../../nbs/00_kv_budget.ipynb #3a084380
+@patch_to(MemoryBudget)
+def table(self) -> str:
+    "A plain-text table of every term, the total, and what the budget leaves out"
+    lines = [f"{'term':<20}{'bytes':>12}{'share':>8}  how"] + [
+        f"{r['term']:<20}{fmt_bytes(r['bytes']):>12}{r['share']:>8.1%}  {r['how']}" for r in self.rows()
+    ]
+    lines += [f"{'total':<20}{fmt_bytes(self.total):>12}", 'excludes: ' + '; '.join(self.excludes)]
+    return '\n'.join(lines)
+
+# %% ../../nbs/00_kv_budget.ipynb #1fc09b27
+def _budget_terms(shape, lengths, block_size, max_num_batched_tokens, max_len, workspace_bytes) -> dict:
+    "The terms of `memory_budget` before headroom, in bytes"
     S, T = len(lengths), min(max_num_batched_tokens, sum(lengths))
-    terms = dict(weights=weight_bytes(shape), kv_cache=kv_bytes(shape, lengths, block_size),
-                 prefill_activations=prefill_activation_bytes(shape, T, min(S, T)), workspace=workspace_bytes,
-                 block_tables=S * cdiv(max_len, check_positive('block_size', block_size)) * 4)
-    rest = sum(terms.values())
-    terms['headroom'] = math.ceil(rest / (1 - headroom_frac)) - rest
-    notes = dict(
+    return dict(weights=weight_bytes(shape), kv_cache=kv_bytes(shape, lengths, block_size),
+                prefill_activations=prefill_activation_bytes(shape, T, min(S, T)), workspace=workspace_bytes,
+                block_tables=S * cdiv(max_len, check_positive('block_size', block_size)) * 4)
+
+# %% ../../nbs/00_kv_budget.ipynb #1171479f
+def _budget_notes(shape, lengths, block_size, max_num_batched_tokens, max_len, headroom_frac) -> dict:
+    "How each term of `memory_budget` was computed, in words"
+    S, T = len(lengths), min(max_num_batched_tokens, sum(lengths))
+    return dict(
         weights=f"{param_count(shape):,} params x {dtype_bytes(shape.dtype)} B ({shape.dtype})",
         kv_cache=f"{S} requests, {sum(lengths):,} tokens in pages of {block_size}, "
         f"{shape.kv_bytes_per_token:,} B/token",
@@ -239,7 +258,27 @@ def memory_budget(
         block_tables=f"{S} rows x {cdiv(max_len, block_size)} int32 entries",
         headroom=f"{headroom_frac:.0%} of the total",
     )
-    return MemoryBudget(terms, notes)
+
+# %% ../../nbs/00_kv_budget.ipynb #2c7b0ef9
+def _with_headroom(terms: dict[str, int], headroom_frac: float) -> dict[str, int]:
+    "`terms` and a `headroom` term that is `headroom_frac` of the new total"
+    rest = sum(terms.values())
+    return terms | dict(headroom=math.ceil(rest / (1 - headroom_frac)) - rest)
+
+# %% ../../nbs/00_kv_budget.ipynb #7dd23737
+def memory_budget(shape: ModelShape, lengths, block_size: int = 16, max_num_batched_tokens: int = 2048,
+                  max_model_len: int | None = None, workspace_bytes: int = 256 * MiB,
+                  headroom_frac: float = 0.10) -> MemoryBudget:
+    "Every term of the memory a served `shape` needs for live requests of `lengths` retained tokens"
+    lengths = [check_positive('length', n) for n in lengths]
+    if not lengths: raise ValueError("lengths must hold at least one request")
+    if not 0 <= headroom_frac < 1: raise ValueError(f"headroom_frac must be in [0, 1), got {headroom_frac}")
+    if workspace_bytes < 0: raise ValueError(f"workspace_bytes must be >= 0, got {workspace_bytes}")
+    max_len = check_positive('max_model_len', max_model_len or max(lengths))
+    if max(lengths) > max_len: raise ValueError(f"a length {max(lengths)} exceeds max_model_len {max_len}")
+    terms = _budget_terms(shape, lengths, block_size, max_num_batched_tokens, max_len, workspace_bytes)
+    notes = _budget_notes(shape, lengths, block_size, max_num_batched_tokens, max_len, headroom_frac)
+    return MemoryBudget(_with_headroom(terms, headroom_frac), notes)
 
 # %% ../../nbs/00_kv_budget.ipynb #e67f868e
 @dataclass
@@ -252,18 +291,28 @@ class CapacityEstimate:
     table_per_request: int         # block-table bytes per request
     max_requests: int
     excludes: tuple[str, ...] = MemoryBudget.excludes
-    def table(self) -> str:
-        lines = [f"{'device memory':<26}{fmt_bytes(self.memory_bytes):>12}"]
-        lines += [f"  - {k:<22}{fmt_bytes(v):>12}" for k, v in self.fixed.items()]
-        lines += [
-            f"{'= KV pool':<26}{fmt_bytes(self.kv_pool_bytes):>12}",
-            f"{'KV per request (mean)':<26}{fmt_bytes(self.kv_per_request):>12}",
-            f"{'block table per request':<26}{fmt_bytes(self.table_per_request):>12}",
-            f"{'max concurrent requests':<26}{self.max_requests:>10,}",
-            'excludes: ' + '; '.join(self.excludes),
-        ]
-        return '\n'.join(lines)
 
+# %% ../../nbs/00_kv_budget.ipynb #305293df
+@patch_to(CapacityEstimate)
+def table(self) -> str:  # noqa: F811 (not MemoryBudget.table)
+    "The estimate as a subtraction: device memory, the fixed terms, the KV pool, what one request takes"
+    lines = [f"{'device memory':<26}{fmt_bytes(self.memory_bytes):>12}"]
+    lines += [f"  - {k:<22}{fmt_bytes(v):>12}" for k, v in self.fixed.items()]
+    lines += [f"{'= KV pool':<26}{fmt_bytes(self.kv_pool_bytes):>12}",
+              f"{'KV per request (mean)':<26}{fmt_bytes(self.kv_per_request):>12}",
+              f"{'block table per request':<26}{fmt_bytes(self.table_per_request):>12}",
+              f"{'max concurrent requests':<26}{self.max_requests:>10,}",
+              'excludes: ' + '; '.join(self.excludes)]
+    return '\n'.join(lines)
+
+# %% ../../nbs/00_kv_budget.ipynb #b0f3653c
+def _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, headroom_frac) -> dict:
+    "The bytes a device gives up before any KV: weights, one step's activations, workspace, headroom"
+    return dict(weights=weight_bytes(shape),
+                prefill_activations=prefill_activation_bytes(shape, max_num_batched_tokens),
+                workspace=workspace_bytes, headroom=math.ceil(headroom_frac * memory_bytes))
+
+# %% ../../nbs/00_kv_budget.ipynb #dfb660ea
 def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16,
              max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
              workspace_bytes: int = 256 * MiB, headroom_frac: float = 0.10) -> CapacityEstimate:
@@ -273,9 +322,7 @@ def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16
     if not lengths: raise ValueError("lengths must hold at least one value of the declared distribution")
     check_positive('memory_bytes', memory_bytes); check_positive('block_size', block_size)
     max_len = check_positive('max_model_len', max_model_len or max(lengths))
-    fixed = dict(weights=weight_bytes(shape),
-                 prefill_activations=prefill_activation_bytes(shape, max_num_batched_tokens),
-                 workspace=workspace_bytes, headroom=math.ceil(headroom_frac * memory_bytes))
+    fixed = _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, headroom_frac)
     pool = memory_bytes - sum(fixed.values())
     if pool <= 0: raise ValueError(f"memory_bytes {memory_bytes:,} does not cover the fixed terms "
                                    f"({sum(fixed.values()):,} bytes): no room for KV")

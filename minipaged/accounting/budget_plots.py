@@ -10,25 +10,17 @@ __all__ = ['kv_context_rows', 'plot_kv_context', 'kv_calculator']
 # %% ../../nbs/00_kv_budget.ipynb #imp02522
 from dataclasses import replace
 from .budget import canonical_dtype, DTYPE_BYTES, kv_bytes, kv_bytes_per_token, ModelShape
-from ..utils import fmt_bytes, GiB
+from ..utils import check_positive, fmt_bytes, GiB
 
 # %% ../../nbs/00_kv_budget.ipynb #3333e78c
 def kv_context_rows(shape: ModelShape, contexts, kv_heads=(32, 8, 1)) -> list[dict]:
     "KV GiB of one request at each retained context, for variants of `shape` with each number of KV heads"
-    return [
-        dict(
-            context=n,
-            **{
-                f"{replace(shape, num_kv_heads=h).attention_kind}_{h}kv_gib": kv_bytes(
-                    replace(shape, num_kv_heads=h), [n]
-                )
-                / GiB
-                for h in kv_heads
-            },
-        )
-        for n in contexts
-    ]
+    variants = [replace(shape, num_kv_heads=h) for h in kv_heads]
+    return [dict(context=n, **{f"{v.attention_kind}_{v.num_kv_heads}kv_gib": kv_bytes(v, [n]) / GiB
+                               for v in variants})
+            for n in contexts]
 
+# %% ../../nbs/00_kv_budget.ipynb #06cb9441
 def plot_kv_context(shape: ModelShape, contexts=range(256, 32769, 256), kv_heads=(32, 8, 1)):
     "Figure 1: KV GiB against retained context for MHA/GQA/MQA variants of `shape`; returns (fig, rows)"
     import matplotlib.pyplot as plt
@@ -43,6 +35,30 @@ def plot_kv_context(shape: ModelShape, contexts=range(256, 32769, 256), kv_heads
     ax.legend(); ax.grid(alpha=.3)
     return fig, rows
 
+# %% ../../nbs/00_kv_budget.ipynb #c5b28523
+def _calculator_readout(per_token: int, context: int, batch: int) -> str:
+    "The calculator's line of numbers (HTML): KV bytes per token, per request and per batch"
+    return (f"<b>{per_token:,} B</b> per token ({fmt_bytes(per_token)}) &middot; "
+            f"<b>{fmt_bytes(per_token * context)}</b> per {context:,}-token request &middot; "
+            f"<b>{fmt_bytes(per_token * context * batch)}</b> for {batch} requests")
+
+# %% ../../nbs/00_kv_budget.ipynb #4bcbc6ce
+def _context_stops(context: int) -> list[tuple[str, int]]:
+    "The context slider's (label, value) stops: powers of two from 1 to 131,072, and `context` itself"
+    stops = sorted({2 ** k for k in range(18)} | {check_positive('context', context)})
+    return [(f"{n:,}", n) for n in stops]
+
+# %% ../../nbs/00_kv_budget.ipynb #5f680b22
+def _kv_curve(per_token: int, context: int, batch: int):
+    "The calculator's figure: KV GiB of `batch` requests against retained tokens 0..`context`"
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5, 2.6))
+    xs = list(range(0, context + 1, max(1, context // 64)))
+    ax.plot(xs, [per_token * x * batch / GiB for x in xs])
+    ax.set(xlabel='retained tokens per request', ylabel=f"KV GiB, batch {batch}")
+    ax.grid(alpha=0.3)
+    return fig
+
 # %% ../../nbs/00_kv_budget.ipynb #73a31f7e
 def kv_calculator(layers: int = 32, kv_heads: int = 8, head_dim: int = 128, dtype: str = 'bfloat16',
                   context: int = 4096, batch: int = 8):
@@ -55,26 +71,17 @@ def kv_calculator(layers: int = 32, kv_heads: int = 8, head_dim: int = 128, dtyp
                                    description='head dim'),
                dtype=W.Dropdown(options=list(DTYPE_BYTES), value=canonical_dtype(dtype),
                                 description='KV dtype'),
-               context=W.IntSlider(value=context, min=1, max=131072, step=1, description='context'),
+               context=W.SelectionSlider(options=_context_stops(context), value=context,
+                                         description='context'),
                batch=W.IntSlider(value=batch, min=1, max=512, description='batch'))
     readout, plot = W.HTML(), W.Output()
     def update(_=None):
         v = {k: c.value for k, c in ctl.items()}
         per_tok = kv_bytes_per_token(v['layers'], v['kv_heads'], v['head_dim'], v['dtype'])
-        readout.value = (
-            f"<b>{per_tok:,} B</b> per token ({fmt_bytes(per_tok)}) &middot; "
-            f"<b>{fmt_bytes(per_tok * v['context'])}</b> "
-            f"per {v['context']:,}-token request &middot; "
-            f"<b>{fmt_bytes(per_tok * v['context'] * v['batch'])}</b> for {v['batch']} requests"
-        )
+        readout.value = _calculator_readout(per_tok, v['context'], v['batch'])
         with plot:
             plot.clear_output(wait=True)
-            fig, ax = plt.subplots(figsize=(5, 2.6))
-            xs = range(0, v['context'] + 1, max(1, v['context'] // 64))
-            ax.plot(list(xs), [per_tok * x * v['batch'] / GiB for x in xs])
-            ax.set(xlabel='retained tokens per request', ylabel=f"KV GiB, batch {v['batch']}")
-            ax.grid(alpha=0.3)
-            display(fig); plt.close(fig)
+            fig = _kv_curve(per_tok, v['context'], v['batch']); display(fig); plt.close(fig)
     for c in ctl.values(): c.observe(update, 'value')
     update()
     box = W.VBox([W.HBox(list(ctl.values())[:3]), W.HBox(list(ctl.values())[3:]), readout, plot])

@@ -19,10 +19,12 @@ def num_pages(n: int, block_size: int) -> int:
     "Pages of `block_size` slots that a request of `n` tokens holds"
     return cdiv(check_positive('length', n), check_positive('block_size', block_size))
 
+# %% ../../nbs/01_paging.ipynb #ed3e29dd
 def allocated_slots(n: int, block_size: int) -> int:
     "Token slots allocated to a request of `n` tokens: `B * ceil(n / B)`"
     return block_size * num_pages(n, block_size)
 
+# %% ../../nbs/01_paging.ipynb #e7f5bfe5
 def tail_waste(n: int, block_size: int) -> int:
     "Unused slots in the last page of a request of `n` tokens"
     return allocated_slots(n, block_size) - n
@@ -54,6 +56,13 @@ def block_table_bytes(n: int, block_size: int, entry_bytes: int = BLOCK_TABLE_EN
     "Bytes of the block-table entries of a request of `n` tokens"
     return num_pages(n, block_size) * check_positive('entry_bytes', entry_bytes)
 
+# %% ../../nbs/01_paging.ipynb #a1fbcda8
+def _scheme_row(scheme: str, allocated: int, useful: int, table_entries: int) -> dict:
+    "One row of `compare_allocation`: slots, waste, utilization and block-table cost of one scheme"
+    return dict(scheme=scheme, allocated=allocated, useful=useful, wasted=allocated - useful,
+                utilization=useful / allocated, table_entries=table_entries,
+                table_bytes=table_entries * BLOCK_TABLE_ENTRY_BYTES)
+
 # %% ../../nbs/01_paging.ipynb #952daf07
 def compare_allocation(lengths, page_sizes=(16, 32), reserve: int | None = None) -> list[dict]:
     """One row per scheme (a fixed reservation, then each page size): slots, waste, utilization, block-table
@@ -63,22 +72,10 @@ def compare_allocation(lengths, page_sizes=(16, 32), reserve: int | None = None)
     useful, rows = sum(lengths), []
     if reserve is not None:
         slots = sum(reserved_slots(n, reserve) for n in lengths)
-        rows.append(dict(scheme=f'reserve {reserve}', allocated=slots, useful=useful, wasted=slots - useful,
-                         utilization=useful / slots, table_entries=0, table_bytes=0))
+        rows.append(_scheme_row(f'reserve {reserve}', slots, useful, 0))     # a reservation keeps no table
     for B in page_sizes:
-        slots = sum(allocated_slots(n, B) for n in lengths)
-        pages = sum(num_pages(n, B) for n in lengths)
-        rows.append(
-            dict(
-                scheme=f'pages of {B}',
-                allocated=slots,
-                useful=useful,
-                wasted=slots - useful,
-                utilization=useful / slots,
-                table_entries=pages,
-                table_bytes=pages * BLOCK_TABLE_ENTRY_BYTES,
-            )
-        )
+        rows.append(_scheme_row(f'pages of {B}', sum(allocated_slots(n, B) for n in lengths), useful,
+                                sum(num_pages(n, B) for n in lengths)))
     return rows
 
 # %% ../../nbs/01_paging.ipynb #50633881
@@ -88,10 +85,12 @@ def expected_tail_waste(block_size: int, max_len: int) -> Fraction:
     q, r = divmod(M, B)
     return Fraction(q * B * (B - 1) // 2 + r * B - r * (r + 1) // 2, M)
 
+# %% ../../nbs/01_paging.ipynb #1b8ddaa7
 def expected_tail_waste_brute(block_size: int, max_len: int) -> Fraction:
     "The same mean, by summing over every length (the check of the closed form)"
     return Fraction(sum(tail_waste(n, block_size) for n in range(1, max_len + 1)), max_len)
 
+# %% ../../nbs/01_paging.ipynb #147e71b3
 def expected_reservation_waste(max_len: int) -> Fraction:
     "Exact mean waste of a fixed `max_len`-slot reservation for lengths uniform on 1..`max_len`"
     return Fraction(check_positive('max_len', max_len) - 1, 2)

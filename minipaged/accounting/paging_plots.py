@@ -14,49 +14,70 @@ from .paging import (BLOCK_TABLE_ENTRY_BYTES, compare_allocation,
                                          expected_reservation_waste, expected_tail_waste, num_pages,
                                          tail_waste)
 
+# %% ../../nbs/01_paging.ipynb #c6aa7726
+def _tail_waste_row(B: int, max_len: int) -> dict:
+    "Figure 2's row for pages of `B`: exact mean tail waste and table cost, lengths uniform on 1..`max_len`"
+    mean_len, waste = Fraction(max_len + 1, 2), expected_tail_waste(B, max_len)
+    pages = (mean_len + waste) / B  # E[ceil(n/B)]: allocated slots over B
+    return dict(page_size=B, mean_tail_waste=float(waste), waste_fraction=float(waste / (mean_len + waste)),
+                reservation_waste=float(expected_reservation_waste(max_len)), mean_table_entries=float(pages),
+                table_entries_per_token=float(pages / mean_len),
+                mean_table_bytes=float(pages * BLOCK_TABLE_ENTRY_BYTES))
+
 # %% ../../nbs/01_paging.ipynb #0f4b6b77
 def tail_waste_rows(max_len: int = 512, page_sizes=None) -> list[dict]:
     """Figure 2's data: exact expected tail waste and block-table cost per page size, lengths uniform on
     1..`max_len`"""
     page_sizes = page_sizes or [B for B in range(1, max_len + 1) if max_len % B == 0]
-    mean_len = Fraction(max_len + 1, 2)
-    rows = []
-    for B in page_sizes:
-        waste = expected_tail_waste(B, max_len)
-        pages = (mean_len + waste) / B  # E[ceil(n/B)]: allocated slots over B
-        rows.append(
-            dict(
-                page_size=B,
-                mean_tail_waste=float(waste),
-                waste_fraction=float(waste / (mean_len + waste)),
-                reservation_waste=float(expected_reservation_waste(max_len)),
-                mean_table_entries=float(pages),
-                table_entries_per_token=float(pages / mean_len),
-                mean_table_bytes=float(pages * BLOCK_TABLE_ENTRY_BYTES),
-            )
-        )
-    return rows
+    return [_tail_waste_row(B, max_len) for B in page_sizes]
+
+# %% ../../nbs/01_paging.ipynb #df44dd9a
+def _waste_panel(ax, rows: list[dict], max_len: int):
+    "Figure 2, left: mean tail waste against page size, with the fixed reservation's as a line"
+    B = [r['page_size'] for r in rows]
+    ax.plot(B, [r['mean_tail_waste'] for r in rows], 'o-', label='pages: (B-1)/2')
+    ax.axhline(rows[0]['reservation_waste'], color='C3', ls='--',
+               label=f"fixed {max_len}-slot reservation: {rows[0]['reservation_waste']}")
+    ax.set(xscale='log', xlabel='page size B (slots)', ylabel='mean wasted slots per request',
+           title=f'Tail waste, lengths uniform on 1..{max_len}')
+    ax.set_xticks(B, [str(x) for x in B]); ax.legend(); ax.grid(alpha=.3)
+
+# %% ../../nbs/01_paging.ipynb #6847376a
+def _table_panel(ax, rows: list[dict]):
+    "Figure 2, right: mean tail waste and mean block-table entries against page size"
+    B = [r['page_size'] for r in rows]
+    ax.plot(B, [r['mean_tail_waste'] for r in rows], 'o-', label='mean tail waste (slots)')
+    ax.plot(B, [r['mean_table_entries'] for r in rows], 's-', color='C2', label='mean block-table entries')
+    ax.set(xscale='log', yscale='log', xlabel='page size B (slots)', ylabel='per request',
+           title='Smaller pages: less waste, longer tables')
+    ax.set_xticks(B, [str(x) for x in B]); ax.legend(); ax.grid(alpha=.3)
 
 # %% ../../nbs/01_paging.ipynb #1fcf8501
 def plot_tail_waste(max_len: int = 512, page_sizes=None):
     "Figure 2: mean tail waste and block-table entries against page size; returns (fig, rows)"
     import matplotlib.pyplot as plt
     rows = tail_waste_rows(max_len, page_sizes)
-    B = [r['page_size'] for r in rows]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
-    a.plot(B, [r['mean_tail_waste'] for r in rows], 'o-', label='pages: (B-1)/2')
-    a.axhline(rows[0]['reservation_waste'], color='C3', ls='--',
-              label=f"fixed {max_len}-slot reservation: {rows[0]['reservation_waste']}")
-    a.set(xscale='log', xlabel='page size B (slots)', ylabel='mean wasted slots per request',
-          title=f'Tail waste, lengths uniform on 1..{max_len}')
-    a.set_xticks(B, [str(x) for x in B]); a.legend(); a.grid(alpha=.3)
-    b.plot(B, [r['mean_tail_waste'] for r in rows], 'o-', label='mean tail waste (slots)')
-    b.plot(B, [r['mean_table_entries'] for r in rows], 's-', color='C2', label='mean block-table entries')
-    b.set(xscale='log', yscale='log', xlabel='page size B (slots)', ylabel='per request',
-          title='Smaller pages: less waste, longer tables')
-    b.set_xticks(B, [str(x) for x in B]); b.legend(); b.grid(alpha=.3)
+    _waste_panel(a, rows, max_len); _table_panel(b, rows)
     fig.tight_layout()
     return fig, rows
+
+# %% ../../nbs/01_paging.ipynb #cfd9d294
+def _tail_bar(n: int, block_size: int) -> str:
+    "One request's pages as an HTML bar (full pages █, a partly filled last one ▒), its page count and tail"
+    pages, tail = num_pages(n, block_size), tail_waste(n, block_size)
+    bar = '█' * (pages - 1) + ('▒' if tail else '█')
+    return f"<div><code>{n:>4}</code> {bar} {pages} page{'s' * (pages != 1)}, tail {tail}</div>"
+
+# %% ../../nbs/01_paging.ipynb #dd60785e
+def _explorer_html(text: str, block_size: int, reserve: int) -> str:
+    "The explorer's readout for the lengths typed in `text`: the comparison table, then a bar per request"
+    try:
+        lens = [int(x) for x in text.replace(',', ' ').split()]
+        rows = compare_allocation(lens, [block_size], reserve=reserve if max(lens) <= reserve else None)
+    except ValueError as e: return f"<b>bad input:</b> {e}"
+    bars = ''.join(_tail_bar(n, block_size) for n in lens[:12]) if block_size >= 8 else ''
+    return f"<pre>{format_rows(rows)}</pre>{bars}"
 
 # %% ../../nbs/01_paging.ipynb #b9544b88
 def paging_explorer(lengths=(37, 91, 128, 201, 511), block_size: int = 16, reserve: int = 512):
@@ -64,21 +85,8 @@ def paging_explorer(lengths=(37, 91, 128, 201, 511), block_size: int = 16, reser
     import ipywidgets as W
     size = W.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=block_size,
                              description='page size')
-    text = W.Text(value=' '.join(map(str, lengths)), description='lengths')
-    out = W.HTML()
-    def update(_=None):
-        try:
-            lens = [int(x) for x in text.value.replace(',', ' ').split()]
-            rows = compare_allocation(lens, [size.value], reserve=reserve if max(lens) <= reserve else None)
-            bars = ''.join(
-                f"<div><code>{n:>4}</code> "
-                f"{'█' * (num_pages(n, size.value) - 1)}{'▒' if tail_waste(n, size.value) else '█'}"
-                f" {num_pages(n, size.value)} pages, tail {tail_waste(n, size.value)}</div>"
-                for n in lens[:12]
-                if size.value >= 8
-            )
-            out.value = f"<pre>{format_rows(rows)}</pre>{bars}"
-        except ValueError as e: out.value = f"<b>bad input:</b> {e}"
+    text, out = W.Text(value=' '.join(map(str, lengths)), description='lengths'), W.HTML()
+    def update(_=None): out.value = _explorer_html(text.value, size.value, reserve)
     size.observe(update, 'value'); text.observe(update, 'value'); update()
     box = W.VBox([W.HBox([size, text]), out])
     box.controls, box.readout = dict(block_size=size, lengths=text), out
