@@ -17,7 +17,7 @@ from .utils import format_rows, GiB, write_figure
 from .accounting.paging_plots import plot_tail_waste
 
 # %% auto #0
-__all__ = ['SEED_LENGTHS', 'cmd_kv', 'cmd_paging', 'cmd_report', 'build_parser', 'main']
+__all__ = ['REPORT_LENGTHS', 'cmd_kv', 'cmd_paging', 'cmd_report', 'build_parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #7348646e
 class _Parser(argparse.ArgumentParser):
@@ -25,26 +25,28 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         sys.stderr.write(f"{self.prog}: error: {message}\n"); sys.exit(2)
 
+# %% ../nbs/90_cli.ipynb #0a5138d4
+def _shape_from_flags(a) -> ModelShape:
+    "A shape from --layers, --kv-heads and --head-dim (--q-heads: default --kv-heads)"
+    given = (('--layers', a.layers), ('--kv-heads', a.kv_heads), ('--head-dim', a.head_dim))
+    missing = [f for f, v in given if v is None]
+    if missing: raise ValueError(f"a shape from flags needs {', '.join(missing)}")
+    return ModelShape(num_layers=a.layers, num_q_heads=a.q_heads or a.kv_heads, num_kv_heads=a.kv_heads,
+                      head_dim=a.head_dim, name='flags')
+
 # %% ../nbs/90_cli.ipynb #433e47c3
 def _shape_from_args(a) -> ModelShape:
+    "The shape `kv` was given, by exactly one of --config, --preset or flags; --dtype sets its KV dtype"
     sources = [s for s in ('config', 'preset') if getattr(a, s)] + (
         ['flags'] if a.layers or a.kv_heads or a.head_dim else []
     )
     if len(sources) != 1: raise ValueError("give the shape by exactly one of --config, --preset, or "
                                            "--layers/--kv-heads/--head-dim")
     if a.config: shape = shape_from_hf_config(a.config)
-    elif a.preset: shape = preset(a.preset)
-    else:
-        missing = [
-            f
-            for f, v in (('--layers', a.layers), ('--kv-heads', a.kv_heads), ('--head-dim', a.head_dim))
-            if v is None
-        ]
-        if missing: raise ValueError(f"a shape from flags needs {', '.join(missing)}")
-        shape = ModelShape(num_layers=a.layers, num_q_heads=a.q_heads or a.kv_heads, num_kv_heads=a.kv_heads,
-                           head_dim=a.head_dim, name='flags')
+    else: shape = preset(a.preset) if a.preset else _shape_from_flags(a)
     return replace(shape, kv_dtype=canonical_dtype(a.dtype, '--dtype')) if a.dtype else shape
 
+# %% ../nbs/90_cli.ipynb #1685ec3b
 def cmd_kv(a) -> dict:
     "KV bytes per token, per request of `--context` tokens and for `--batch` such requests"
     shape = _shape_from_args(a)
@@ -58,6 +60,7 @@ def cmd_kv(a) -> dict:
         res.update(params=param_count(shape), weight_bytes=weight_bytes(shape))
     return res
 
+# %% ../nbs/90_cli.ipynb #d167c741
 def _print_kv(r):
     print(f"{r['model']}: {r['attention']}, {r['num_layers']} layers, {r['num_kv_heads']} KV heads x "
           f"{r['head_dim']}, KV {r['kv_dtype']}")
@@ -69,37 +72,47 @@ def cmd_paging(a) -> dict:
     "Allocated slots, waste, utilization and block-table cost of `--lengths` per scheme"
     return dict(lengths=a.lengths, rows=compare_allocation(a.lengths, a.page_sizes, a.reserve))
 
-# %% ../nbs/90_cli.ipynb #750bf1ae
-SEED_LENGTHS = (37, 91, 128, 201, 511)
+# %% ../nbs/90_cli.ipynb #48de4460
+def _kv_summary(shape: ModelShape) -> dict:
+    "Chapter 00's headline numbers for `shape`: bytes per token, GiB per 4,096-token request, and with MHA"
+    return dict(
+        shape=f"{shape.num_layers} layers, {shape.num_kv_heads} KV heads, head dim {shape.head_dim}, "
+              f"{shape.kv_dtype}",
+        bytes_per_token=shape.kv_bytes_per_token,
+        gib_per_4096_token_request=kv_bytes(shape, [4096]) / GiB,
+        gib_per_4096_token_request_mha=kv_bytes(replace(shape, num_kv_heads=shape.num_q_heads), [4096]) / GiB,
+    )
 
+# %% ../nbs/90_cli.ipynb #3bd5c05f
+REPORT_LENGTHS = (37, 91, 128, 201, 511)     # chapter 01's five example requests
+
+def _paging_summary(tail_rows: list[dict]) -> dict:
+    """Chapter 01's headline numbers: REPORT_LENGTHS under a 512-slot reservation and pages of 16 and 32; the
+    mean tail waste per page size from Figure 2's rows"""
+    return dict(
+        lengths=list(REPORT_LENGTHS),
+        rows=compare_allocation(REPORT_LENGTHS, (16, 32), reserve=512),
+        mean_tail_waste_uniform_1_512={r['page_size']: r['mean_tail_waste'] for r in tail_rows},
+        mean_reservation_waste_uniform_1_512=float(expected_reservation_waste(512)),
+    )
+
+# %% ../nbs/90_cli.ipynb #750bf1ae
 def cmd_report(a) -> dict:
     "Chapters 00-01 headline numbers; writes Figures 1-2 (PNG + CSV) and summary.json to `--out`"
     import matplotlib; matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
-    seed = ModelShape(num_layers=32, num_q_heads=32, num_kv_heads=8, head_dim=128, dtype='bfloat16',
-                      name='seed')
-    fig1, rows1 = plot_kv_context(seed)
+    # Llama 3 8B's published shape (chapter 00)
+    llama3_8b = ModelShape(num_layers=32, num_q_heads=32, num_kv_heads=8, head_dim=128, dtype='bfloat16',
+                           name='llama-3-8b')
+    fig1, rows1 = plot_kv_context(llama3_8b)
     f1 = write_figure(fig1, rows1, out, 'fig1_kv_vs_context')
     plt.close(fig1)
     fig2, rows2 = plot_tail_waste(512)
     f2 = write_figure(fig2, rows2, out, 'fig2_tail_waste')
     plt.close(fig2)
-    summary = dict(
-        kv=dict(
-            shape='32 layers, 8 KV heads, head dim 128, bfloat16',
-            bytes_per_token=seed.kv_bytes_per_token,
-            gib_per_4096_token_request=kv_bytes(seed, [4096]) / GiB,
-            gib_per_4096_token_request_mha=kv_bytes(replace(seed, num_kv_heads=32), [4096]) / GiB,
-        ),
-        paging=dict(
-            lengths=list(SEED_LENGTHS),
-            rows=compare_allocation(SEED_LENGTHS, (16, 32), reserve=512),
-            mean_tail_waste_uniform_1_512={r['page_size']: r['mean_tail_waste'] for r in rows2},
-            mean_reservation_waste_uniform_1_512=float(expected_reservation_waste(512)),
-        ),
-        files=dict(figure1=f1, figure2=f2, summary=str(out / 'summary.json')),
-    )
+    summary = dict(kv=_kv_summary(llama3_8b), paging=_paging_summary(rows2),
+                   files=dict(figure1=f1, figure2=f2, summary=str(out / 'summary.json')))
     (out / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n')
     return summary
 
@@ -156,14 +169,9 @@ def _add_kv_parser(sub) -> argparse.ArgumentParser:
     kv.add_argument('--batch', type=int, default=1, help='number of such requests (default 1)')
     return kv
 
-# %% ../nbs/90_cli.ipynb #b7ec4e8d
-def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The `minipaged` parser: one subcommand per headline computation (`argv` decides whether `bench`'s
-    options are loaded)"""
-    p = _Parser(prog='minipaged',
-                description='minipaged: the memory machinery of LLM serving, as a course and a library')
-    sub = p.add_subparsers(dest='command', required=True, metavar='{kv,paging,report,bench}')
-    kv = _add_kv_parser(sub)
+# %% ../nbs/90_cli.ipynb #156ad2ce
+def _add_paging_parser(sub) -> argparse.ArgumentParser:
+    "The `paging` subcommand: the lengths, the page sizes, an optional fixed reservation"
     pg = sub.add_parser('paging', help='slots, waste and utilization: fixed reservation vs pages',
                         description=cmd_paging.__doc__)
     pg.add_argument('--lengths', type=int, nargs='+', required=True,
@@ -171,9 +179,19 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     pg.add_argument('--page-sizes', type=int, nargs='+', default=[16, 32],
                     help='page sizes to compare (default 16 32)')
     pg.add_argument('--reserve', type=int, help='slots a fixed reservation gives each request')
+    return pg
+
+def _add_report_parser(sub) -> argparse.ArgumentParser:
+    "The `report` subcommand: an output folder"
     rp = sub.add_parser('report', help='chapters 00-01: headline numbers, figures and their data',
                         description=cmd_report.__doc__)
     rp.add_argument('--out', default='report', help='output folder (default ./report)')
+    return rp
+
+# %% ../nbs/90_cli.ipynb #bc6a37ff
+def _add_bench_parser(sub, argv: list[str] | None) -> argparse.ArgumentParser:
+    """The `bench` subcommand; its options (which import torch) are loaded only when `argv` is None or
+    `bench ...`"""
     bench_help = 'serve a declared workload: TTFT/TPOT/ITL/E2E, goodput, KV high-water marks, ablations'
     bench_about = 'The serving benchmark of chapter 09 (the main job): a declared, seeded workload, served'
     bench = sub.add_parser('bench', help=bench_help, description=bench_about)
@@ -181,6 +199,17 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         from minipaged.bench.cli import add_bench_arguments, run_bench_cli
         # it prints its own table
         add_bench_arguments(bench); bench.set_defaults(func=run_bench_cli, show=lambda r: None)
+    return bench
+
+# %% ../nbs/90_cli.ipynb #b7ec4e8d
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The `minipaged` parser: one subcommand per headline computation (`argv` decides whether `bench`'s
+    options are loaded)"""
+    p = _Parser(prog='minipaged',
+                description='minipaged: the memory machinery of LLM serving, as a course and a library')
+    sub = p.add_subparsers(dest='command', required=True, metavar='{kv,paging,report,bench}')
+    kv, pg, rp = _add_kv_parser(sub), _add_paging_parser(sub), _add_report_parser(sub)
+    bench = _add_bench_parser(sub, argv)
     for s in (kv, pg, rp, bench):
         s.add_argument('--json', action='store_true', help='print JSON for a program instead of a table')
     kv.set_defaults(func=cmd_kv, show=_print_kv)
@@ -188,16 +217,23 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     rp.set_defaults(func=cmd_report, show=_print_report)
     return p
 
+# %% ../nbs/90_cli.ipynb #0929da5c
+def _check_args(a) -> None:
+    "The checks before any subcommand runs: a positive --context and --batch where given, a usable --out"
+    for k in ('context', 'batch'):
+        if getattr(a, k, 1) < 1: raise ValueError(f"--{k} must be a positive integer, got {getattr(a, k)}")
+    if getattr(a, 'out', None) is not None: _check_out(a.out)
+
+def _fail(a, message) -> int:
+    sys.stderr.write(f"minipaged {a.command}: error: {message}\n"); return 2
+
 # %% ../nbs/90_cli.ipynb #e0378afc
 def main(argv=None) -> int:
     "Entry point of the `minipaged` console script"
     argv = sys.argv[1:] if argv is None else list(argv)
     a = build_parser(argv).parse_args(argv)
     try:
-        for k in ('context', 'batch'):
-            if getattr(a, k, 1) < 1:
-                raise ValueError(f"--{k} must be a positive integer, got {getattr(a, k)}")
-        if getattr(a, 'out', None) is not None: _check_out(a.out)
+        _check_args(a)
         res = a.func(a)
     except ValueError as e: return _fail(a, e)
     # a file that cannot be read
@@ -207,6 +243,3 @@ def main(argv=None) -> int:
     # results written, but they say the run failed
     if res.get('error'): return _fail(a, res['error'])
     return 0
-
-def _fail(a, message) -> int:
-    sys.stderr.write(f"minipaged {a.command}: error: {message}\n"); return 2

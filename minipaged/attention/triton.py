@@ -21,9 +21,8 @@ from .triton_kernels import (_merge_splits_kernel, _MODE_ADVICE, _paged_decode_k
                                                 _paged_prefill_kernel, kernel_mode, KERNELS_INTERPRETED)
 
 # %% auto #0
-__all__ = ['MAX_SPLITS', 'SUPPORTED_DTYPES', 'LOG2E', 'decode_kv_bytes', 'choose_num_splits', 'decode_config', 'prefill_config',
-           'decode_split_states', 'merge_split_states', 'triton_paged_decode_attention',
-           'triton_paged_prefill_attention']
+__all__ = ['SUPPORTED_DTYPES', 'LOG2E', 'MAX_SPLITS', 'decode_kv_bytes', 'decode_config', 'prefill_config', 'decode_split_states',
+           'choose_num_splits', 'merge_split_states', 'triton_paged_decode_attention', 'triton_paged_prefill_attention']
 
 # %% ../../nbs/04_triton_kernel.ipynb #98d01cfa
 def decode_kv_bytes(context_tokens: int, num_kv_heads: int, head_dim: int, dtype: str = 'bfloat16',
@@ -36,39 +35,27 @@ def decode_kv_bytes(context_tokens: int, num_kv_heads: int, head_dim: int, dtype
         * check_positive('reads_per_page', reads_per_page)
     )
 
-# %% ../../nbs/04_triton_kernel.ipynb #39eb9490
+# %% ../../nbs/04_triton_kernel.ipynb #3dc22aa2
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+LOG2E = 1.4426950408889634
 # the merge kernel loads every split's m at once; 64 already fills an H200 from a single sequence
 MAX_SPLITS = 64
 
-def choose_num_splits(num_seqs: int, num_kv_heads: int, max_context_len: int, num_sms: int,
-                      min_tokens_per_split: int = 256) -> int:
-    """Splits of the context per (sequence, KV head): enough programs to cover `num_sms`, none shorter than
-    `min_tokens_per_split`"""
-    programs = check_positive('num_seqs', num_seqs) * check_positive('num_kv_heads', num_kv_heads)
-    longest = cdiv(check_positive('max_context_len', max_context_len),
-                   check_positive('min_tokens_per_split', min_tokens_per_split))
-    return max(1, min(cdiv(check_positive('num_sms', num_sms), programs), longest, MAX_SPLITS))
-
-# %% ../../nbs/04_triton_kernel.ipynb #b0855c3a
-SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-LOG2E = 1.4426950408889634
-
 def _pow2(n: int, floor: int = 16) -> int: return max(floor, triton.next_power_of_2(n))
 
+# %% ../../nbs/04_triton_kernel.ipynb #4af1ac10
 def _check_tensor(name: str, t, ndim: int, dtypes, device=None):
     "Check a tensor argument's type, rank, dtype, device and last-dimension stride; ValueErrors name it"
-    if not isinstance(t, torch.Tensor): raise ValueError(f"{name} must be a torch.Tensor, got "
-                                                         f"{type(t).__name__}")
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dim() != ndim: raise ValueError(f"{name} must have {ndim} dimensions, got shape {list(t.shape)}")
     if t.dtype not in dtypes:
-        raise ValueError(
-            f"{name} must have dtype "
-            f"{' or '.join(str(d).replace('torch.', '') for d in dtypes)}, got {t.dtype}"
-        )
-    if device is not None and t.device != device: raise ValueError(f"{name} is on {t.device} but q is on "
-                                                                   f"{device}")
-    if t.numel() and t.stride(-1) != 1: raise ValueError(f"{name} must be contiguous in its last dimension, "
-                                                         f"got strides {t.stride()}")
+        allowed = ' or '.join(str(d).replace('torch.', '') for d in dtypes)
+        raise ValueError(f"{name} must have dtype {allowed}, got {t.dtype}")
+    if device is not None and t.device != device:
+        raise ValueError(f"{name} is on {t.device} but q is on {device}")
+    if t.numel() and t.stride(-1) != 1:
+        raise ValueError(f"{name} must be contiguous in its last dimension, got strides {t.stride()}")
     return t
 
 # %% ../../nbs/04_triton_kernel.ipynb #60883bd8
@@ -93,15 +80,10 @@ def _check_common(q, k_cache, v_cache, block_tables, context_lens, num_seqs: int
     _check_tensor('context_lens', context_lens, 1, INDEX_DTYPES, q.device)
     if context_lens.shape[0] != num_seqs: raise ValueError("context_lens must have one entry per sequence "
                                                            f"({num_seqs}), got {context_lens.shape[0]}")
-    return (
-        context_lens,
-        block_size,
-        num_kv_heads,
-        head_dim,
-        q.shape[1] // num_kv_heads,
-        check_scale(scale, head_dim),
-    )
+    group = q.shape[1] // num_kv_heads
+    return context_lens, block_size, num_kv_heads, head_dim, group, check_scale(scale, head_dim)
 
+# %% ../../nbs/04_triton_kernel.ipynb #d73d0693
 def _check_values(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, max_context_len: int | None,
                   check_values):
     """Chapter 03's value checks, when asked for (default: for CPU tensors, where reading them costs no device
@@ -128,6 +110,7 @@ def decode_config(head_dim: int, group: int, interpreted: bool | None = None) ->
     return dict(GROUP_PAD=_pow2(group), HEAD_DIM_PAD=_pow2(head_dim), BLOCK_N=32 if interpreted else 64,
                 num_warps=4, num_stages=3)
 
+# %% ../../nbs/04_triton_kernel.ipynb #43ffde0f
 def prefill_config(head_dim: int, group: int, interpreted: bool | None = None) -> dict:
     "Tile sizes and launch options of the prefill kernel: BLOCK_M rows = BLOCK_Q tokens x `group` heads"
     interpreted = KERNELS_INTERPRETED if interpreted is None else interpreted
@@ -136,6 +119,7 @@ def prefill_config(head_dim: int, group: int, interpreted: bool | None = None) -
                 BLOCK_N=32 if interpreted or head_dim > 128 else 64, num_warps=4 if interpreted else 8,
                 num_stages=3)
 
+# %% ../../nbs/04_triton_kernel.ipynb #59d38fc2
 def _dot_args(dtype: torch.dtype) -> dict:
     """What loaded K, V and q are converted to — float32 in the interpreter (no bfloat16 arithmetic there),
     else the cache dtype — and how float32 dots run"""
@@ -143,40 +127,6 @@ def _dot_args(dtype: torch.dtype) -> dict:
                                                   torch.float32: tl.float32}[dtype]
     # ieee: no TF32 rounding of float32; 16-bit inputs ignore it
     return dict(DOT_DTYPE=dot, DOT_PRECISION='ieee' if dot == tl.float32 else 'tf32')
-
-# %% ../../nbs/04_triton_kernel.ipynb #4b71654c
-def decode_split_states(q, k_cache, v_cache, block_tables, context_lens, num_splits: int, scale=None,
-                        max_context_len: int | None = None, check_values: bool | None = None):
-    """Run the decode kernel with `num_splits` splits; return float32 partial states `(acc [S, Hq, splits, d],
-    m, l [S, Hq, splits])`, `m` in units of log2"""
-    num_seqs = q.shape[0] if isinstance(q, torch.Tensor) and q.dim() == 3 else 0
-    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(
-        q, k_cache, v_cache, block_tables, context_lens, num_seqs, scale
-    )
-    if isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= MAX_SPLITS:
-        raise ValueError(f"num_splits must be an integer in 1..{MAX_SPLITS}, got {num_splits!r}")
-    max_ctx = (
-        block_tables.shape[1] * block_size
-        if max_context_len is None
-        else check_positive('max_context_len', max_context_len)
-    )
-    lens = _check_values(q, k_cache, v_cache, block_tables, lens, None, scale, max_ctx, check_values)
-    cfg = decode_config(head_dim, group)
-    tokens_per_split = cdiv(cdiv(max_ctx, num_splits), cfg['BLOCK_N']) * cfg['BLOCK_N']
-    acc = torch.empty((num_seqs, q.shape[1], num_splits, head_dim), dtype=torch.float32, device=q.device)
-    m, l = (
-        torch.empty((num_seqs, q.shape[1], num_splits), dtype=torch.float32, device=q.device)
-        for _ in range(2)
-    )
-    _paged_decode_kernel[(num_seqs, num_kv_heads, num_splits)](q, k_cache, v_cache, block_tables, lens, acc,
-                                                               m, l, scale * LOG2E, tokens_per_split,
-                                                               q.stride(0), q.stride(1),
-                                                               *k_cache.stride()[:3], *v_cache.stride()[:3],
-                                                               block_tables.stride(0), *acc.stride()[:3],
-                                                               *m.stride()[:2], PAGE_SIZE=block_size,
-                                                               GROUP=group, HEAD_DIM=head_dim, SPLIT=True,
-                                                               **_dot_args(q.dtype), **cfg)
-    return acc, m, l
 
 # %% ../../nbs/04_triton_kernel.ipynb #a8351912
 def _bf16_safe(out):
@@ -187,6 +137,55 @@ def _bf16_safe(out):
         else out
     )
 
+# %% ../../nbs/04_triton_kernel.ipynb #831afd6b
+def _num_sms(device) -> int:
+    "SMs to fill: the GPU's count, or 1 in the interpreter, which runs one program at a time"
+    return (
+        1
+        if KERNELS_INTERPRETED or device.type != 'cuda'
+        else torch.cuda.get_device_properties(device).multi_processor_count
+    )
+
+# %% ../../nbs/04_triton_kernel.ipynb #35db5725
+def _max_context(block_tables, block_size: int, max_context_len: int | None) -> int:
+    "The context a decode launch must cover: `max_context_len` if given, else the block table's capacity"
+    if max_context_len is None: return block_tables.shape[1] * block_size
+    return check_positive('max_context_len', max_context_len)
+
+# %% ../../nbs/04_triton_kernel.ipynb #4b71654c
+def decode_split_states(q, k_cache, v_cache, block_tables, context_lens, num_splits: int, scale=None,
+                        max_context_len: int | None = None, check_values: bool | None = None):
+    """Run the decode kernel with `num_splits` splits; return float32 partial states `(acc [S, Hq, splits, d],
+    m, l [S, Hq, splits])`, `m` in units of log2"""
+    num_seqs = q.shape[0] if isinstance(q, torch.Tensor) and q.dim() == 3 else 0
+    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(q, k_cache, v_cache, block_tables,
+                                                                           context_lens, num_seqs, scale)
+    if isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= MAX_SPLITS:
+        raise ValueError(f"num_splits must be an integer in 1..{MAX_SPLITS}, got {num_splits!r}")
+    max_ctx = _max_context(block_tables, block_size, max_context_len)
+    lens = _check_values(q, k_cache, v_cache, block_tables, lens, None, scale, max_ctx, check_values)
+    cfg = decode_config(head_dim, group)
+    tokens_per_split = cdiv(cdiv(max_ctx, num_splits), cfg['BLOCK_N']) * cfg['BLOCK_N']
+    acc = torch.empty((num_seqs, q.shape[1], num_splits, head_dim), dtype=torch.float32, device=q.device)
+    m, l = (torch.empty(acc.shape[:3], dtype=torch.float32, device=q.device) for _ in range(2))
+    _paged_decode_kernel[(num_seqs, num_kv_heads, num_splits)](
+        q, k_cache, v_cache, block_tables, lens, acc, m, l, scale * LOG2E, tokens_per_split, q.stride(0),
+        q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3], block_tables.stride(0), *acc.stride()[:3],
+        *m.stride()[:2], PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim, SPLIT=True,
+        **_dot_args(q.dtype), **cfg)
+    return acc, m, l
+
+# %% ../../nbs/04_triton_kernel.ipynb #39eb9490
+def choose_num_splits(num_seqs: int, num_kv_heads: int, max_context_len: int, num_sms: int,
+                      min_tokens_per_split: int = 256) -> int:
+    """Splits of the context per (sequence, KV head): enough programs to cover `num_sms`, none shorter than
+    `min_tokens_per_split`"""
+    programs = check_positive('num_seqs', num_seqs) * check_positive('num_kv_heads', num_kv_heads)
+    longest = cdiv(check_positive('max_context_len', max_context_len),
+                   check_positive('min_tokens_per_split', min_tokens_per_split))
+    return max(1, min(cdiv(check_positive('num_sms', num_sms), programs), longest, MAX_SPLITS))
+
+# %% ../../nbs/04_triton_kernel.ipynb #e00cedea
 def merge_split_states(acc, m, l, out):
     """Merge decode split states `(acc, m, l)` from `decode_split_states` into `out [S, Hq, d]` (the merge
     kernel); returns `out`"""
@@ -209,15 +208,6 @@ def merge_split_states(acc, m, l, out):
     if target is not out: out.copy_(target)
     return out
 
-# %% ../../nbs/04_triton_kernel.ipynb #831afd6b
-def _num_sms(device) -> int:
-    "SMs to fill: the GPU's count, or 1 in the interpreter, which runs one program at a time"
-    return (
-        1
-        if KERNELS_INTERPRETED or device.type != 'cuda'
-        else torch.cuda.get_device_properties(device).multi_processor_count
-    )
-
 # %% ../../nbs/04_triton_kernel.ipynb #97c0a295
 def triton_paged_decode_attention(q, k_cache, v_cache, block_tables, context_lens, scale=None,
                                   num_splits: int | None = None, out=None, max_context_len: int | None = None,
@@ -225,34 +215,23 @@ def triton_paged_decode_attention(q, k_cache, v_cache, block_tables, context_len
     """Paged decode attention (chapter 03's `paged_decode_attention`) by the Triton kernels: `q [S, Hq, d]` ->
     `[S, Hq, d]`"""
     num_seqs = q.shape[0] if isinstance(q, torch.Tensor) and q.dim() == 3 else 0
-    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(
-        q, k_cache, v_cache, block_tables, context_lens, num_seqs, scale
-    )
+    lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(q, k_cache, v_cache, block_tables,
+                                                                           context_lens, num_seqs, scale)
     out = _check_out(out, q.shape, q)
     if num_seqs == 0: return out  # an empty batch: nothing to launch
-    max_ctx = (
-        block_tables.shape[1] * block_size
-        if max_context_len is None
-        else check_positive('max_context_len', max_context_len)
-    )
+    max_ctx = _max_context(block_tables, block_size, max_context_len)
     if num_splits is None: num_splits = choose_num_splits(num_seqs, num_kv_heads, max_ctx, _num_sms(q.device))
     if num_splits != 1:
-        return merge_split_states(
-            *decode_split_states(
-                q, k_cache, v_cache, block_tables, lens, num_splits, scale, max_ctx, check_values
-            ),
-            out,
-        )
+        states = decode_split_states(q, k_cache, v_cache, block_tables, lens, num_splits, scale, max_ctx,
+                                     check_values)
+        return merge_split_states(*states, out)
     lens = _check_values(q, k_cache, v_cache, block_tables, lens, None, scale, max_ctx, check_values)
     cfg, target = decode_config(head_dim, group), _bf16_safe(out)
-    _paged_decode_kernel[(num_seqs, num_kv_heads, 1)](q, k_cache, v_cache, block_tables, lens, target, target,
-                                                      target, scale * LOG2E,
-                                                      cdiv(max_ctx, cfg['BLOCK_N']) * cfg['BLOCK_N'],
-                                                      q.stride(0), q.stride(1), *k_cache.stride()[:3],
-                                                      *v_cache.stride()[:3], block_tables.stride(0),
-                                                      target.stride(0), target.stride(1), 0, 0, 0,
-                                                      PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim,
-                                                      SPLIT=False, **_dot_args(q.dtype), **cfg)
+    _paged_decode_kernel[(num_seqs, num_kv_heads, 1)](
+        q, k_cache, v_cache, block_tables, lens, target, target, target, scale * LOG2E,
+        cdiv(max_ctx, cfg['BLOCK_N']) * cfg['BLOCK_N'], q.stride(0), q.stride(1), *k_cache.stride()[:3],
+        *v_cache.stride()[:3], block_tables.stride(0), target.stride(0), target.stride(1), 0, 0, 0,
+        PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim, SPLIT=False, **_dot_args(q.dtype), **cfg)
     if target is not out: out.copy_(target)
     return out
 

@@ -17,6 +17,30 @@ if not torch.cuda.is_available(): os.environ.setdefault('TRITON_INTERPRET', '1')
 import triton
 import triton.language as tl
 
+# %% ../../nbs/04_triton_kernel.ipynb #26b3f815
+@triton.jit
+def _tile_blocks(block_table_row, offs_n, live, PAGE_SIZE: tl.constexpr):
+    "The physical block of each position `offs_n` (int64); a position not `live` reads no table entry: 0"
+    return tl.load(block_table_row + offs_n // PAGE_SIZE, mask=live, other=0).to(tl.int64)
+
+# %% ../../nbs/04_triton_kernel.ipynb #686c9f44
+@triton.jit
+def _load_rows(cache_ptr, block, offs_n, offs_d, kv_head, stride_b, stride_t, stride_h, mask,
+               PAGE_SIZE: tl.constexpr, DOT_DTYPE: tl.constexpr):
+    "The `[BLOCK_N, HEAD_DIM_PAD]` cache rows of `kv_head` at positions `offs_n` in blocks `block`; masked: 0"
+    rows = block * stride_b + (offs_n % PAGE_SIZE) * stride_t + kv_head * stride_h
+    return tl.load(cache_ptr + rows[:, None] + offs_d[None, :], mask=mask, other=0.0).to(DOT_DTYPE)
+
+# %% ../../nbs/04_triton_kernel.ipynb #0d9b33d0
+@triton.jit
+def _softmax_step(m_i, s):
+    """Chapter 02's rescaling for a tile's masked scores `s` (log2 units): `(m_new, alpha, p)`; a row with no
+    live score keeps m = -inf and gets alpha = p = 0"""
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    # no -inf - (-inf): a dead row stays m=-inf, l=0
+    shift = tl.where(m_new == float('-inf'), 0.0, m_new)
+    return m_new, tl.exp2(m_i - shift), tl.exp2(s - shift[:, None])
+
 # %% ../../nbs/04_triton_kernel.ipynb #5d79eb32
 @triton.jit
 def _attend_tile(acc, m_i, l_i, q, q_pos, kv_start, kv_end, qk_scale, k_cache_ptr, v_cache_ptr,
@@ -26,29 +50,36 @@ def _attend_tile(acc, m_i, l_i, q, q_pos, kv_start, kv_end, qk_scale, k_cache_pt
                  DOT_PRECISION: tl.constexpr):
     """Fold positions kv_start..kv_start+BLOCK_N-1 (< kv_end, and <= q_pos if CAUSAL) into the state (acc,
     m_i, l_i) of the rows of q"""
-    offs_n = kv_start + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    offs_n, offs_d = kv_start + tl.arange(0, BLOCK_N), tl.arange(0, HEAD_DIM_PAD)
     live = offs_n < kv_end
-    # padding entries are never read
-    block = tl.load(block_table_row + offs_n // PAGE_SIZE, mask=live, other=0).to(tl.int64)
     kv_mask = live[:, None] & (offs_d < HEAD_DIM)[None, :]
-    k_rows = block * stride_kb + (offs_n % PAGE_SIZE) * stride_kt + kv_head * stride_kh
-    k = tl.load(k_cache_ptr + k_rows[:, None] + offs_d[None, :], mask=kv_mask, other=0.0).to(DOT_DTYPE)
+    block = _tile_blocks(block_table_row, offs_n, live, PAGE_SIZE)
+    k = _load_rows(k_cache_ptr, block, offs_n, offs_d, kv_head, stride_kb, stride_kt, stride_kh, kv_mask,
+                   PAGE_SIZE, DOT_DTYPE)
     # [rows, BLOCK_N], in units of log2
     s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
     mask = live[None, :]
     if CAUSAL: mask = mask & (offs_n[None, :] <= q_pos[:, None])
-    s = tl.where(mask, s, float('-inf'))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
-    # no -inf - (-inf): a dead row stays m=-inf, l=0
-    shift = tl.where(m_new == float('-inf'), 0.0, m_new)
-    alpha = tl.exp2(m_i - shift)
-    p = tl.exp2(s - shift[:, None])
-    v_rows = block * stride_vb + (offs_n % PAGE_SIZE) * stride_vt + kv_head * stride_vh
+    m_new, alpha, p = _softmax_step(m_i, tl.where(mask, s, float('-inf')))
     # masked too: 0 * NaN = NaN
-    v = tl.load(v_cache_ptr + v_rows[:, None] + offs_d[None, :], mask=kv_mask, other=0.0).to(DOT_DTYPE)
+    v = _load_rows(v_cache_ptr, block, offs_n, offs_d, kv_head, stride_vb, stride_vt, stride_vh, kv_mask,
+                   PAGE_SIZE, DOT_DTYPE)
     acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v, input_precision=DOT_PRECISION)
     return acc, m_new, l_i * alpha + tl.sum(p, 1)
+
+# %% ../../nbs/04_triton_kernel.ipynb #f7a4dd79
+@triton.jit
+def _store_decode(out_ptr, m_ptr, l_ptr, acc, m_i, l_i, out_rows, state_rows, split, stride_osplit, row_mask,
+                  head_mask, SPLIT: tl.constexpr):
+    """A decode program's result: its partial state (acc, m, l) at `split` if SPLIT, else the normalised
+    output"""
+    if SPLIT:
+        tl.store(out_ptr + out_rows + split * stride_osplit, acc, mask=row_mask)
+        tl.store(m_ptr + state_rows + split, m_i, mask=head_mask)
+        tl.store(l_ptr + state_rows + split, l_i, mask=head_mask)
+    else:
+        out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]       # l = 0 only for an empty context: output 0
+        tl.store(out_ptr + out_rows, out.to(out_ptr.dtype.element_ty), mask=row_mask)
 
 # %% ../../nbs/04_triton_kernel.ipynb #a4776083
 @triton.jit
@@ -70,8 +101,7 @@ def _paged_decode_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, cont
     row_mask = (offs_g < GROUP)[:, None] & (offs_d < HEAD_DIM)[None, :]
     q = tl.load(q_ptr + seq * stride_qs + head[:, None] * stride_qh + offs_d[None, :], mask=row_mask,
                 other=0.0).to(DOT_DTYPE)
-    m_i = tl.full([GROUP_PAD], float('-inf'), tl.float32)
-    l_i = tl.zeros([GROUP_PAD], tl.float32)
+    m_i, l_i = tl.full([GROUP_PAD], float('-inf'), tl.float32), tl.zeros([GROUP_PAD], tl.float32)
     acc = tl.zeros([GROUP_PAD, HEAD_DIM_PAD], tl.float32)
     table_row = block_tables_ptr + seq.to(tl.int64) * stride_bts
     for kv_start in range(start, end, BLOCK_N):
@@ -79,18 +109,9 @@ def _paged_decode_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, cont
                                      v_cache_ptr, table_row, kv_head, stride_kb, stride_kt, stride_kh,
                                      stride_vb, stride_vt, stride_vh, PAGE_SIZE, BLOCK_N, HEAD_DIM,
                                      HEAD_DIM_PAD, False, DOT_DTYPE, DOT_PRECISION)
-    if SPLIT:
-        tl.store(
-            out_ptr + seq * stride_os + head[:, None] * stride_oh + split * stride_osplit + offs_d[None, :],
-            acc,
-            mask=row_mask,
-        )
-        tl.store(m_ptr + seq * stride_ms + head * stride_mh + split, m_i, mask=offs_g < GROUP)
-        tl.store(l_ptr + seq * stride_ms + head * stride_mh + split, l_i, mask=offs_g < GROUP)
-    else:
-        out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]       # l = 0 only for an empty context: output 0
-        tl.store(out_ptr + seq * stride_os + head[:, None] * stride_oh + offs_d[None, :],
-                 out.to(out_ptr.dtype.element_ty), mask=row_mask)
+    out_rows = seq * stride_os + head[:, None] * stride_oh + offs_d[None, :]
+    _store_decode(out_ptr, m_ptr, l_ptr, acc, m_i, l_i, out_rows, seq * stride_ms + head * stride_mh, split,
+                  stride_osplit, row_mask, offs_g < GROUP, SPLIT)
 
 # %% ../../nbs/04_triton_kernel.ipynb #e881554a
 @triton.jit
@@ -128,6 +149,16 @@ def _find_seq(cu_seqlens_q_ptr, num_seqs, tile, BLOCK_Q: tl.constexpr):
         else: hi = mid
     return lo - 1
 
+# %% ../../nbs/04_triton_kernel.ipynb #c5859e76
+@triton.jit
+def _locate_tile(cu_seqlens_q_ptr, num_seqs, tile, BLOCK_Q: tl.constexpr):
+    """Query tile `tile`'s sequence, that sequence's first new token and number of new tokens, and the tile's
+    first token among them"""
+    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, tile, BLOCK_Q)
+    q_start = tl.load(cu_seqlens_q_ptr + seq)
+    q_len = tl.load(cu_seqlens_q_ptr + seq + 1) - q_start
+    return seq, q_start, q_len, (tile - (q_start // BLOCK_Q + seq)) * BLOCK_Q
+
 # %% ../../nbs/04_triton_kernel.ipynb #f028e86e
 @triton.jit
 def _paged_prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, cu_seqlens_q_ptr,
@@ -138,10 +169,7 @@ def _paged_prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, cu_
                           BLOCK_N: tl.constexpr, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr):
     "Causal attention of BLOCK_Q new tokens x GROUP heads over their sequence's cached prefix and themselves"
     tile, kv_head = tl.program_id(0), tl.program_id(1)
-    seq = _find_seq(cu_seqlens_q_ptr, num_seqs, tile, BLOCK_Q)
-    q_start = tl.load(cu_seqlens_q_ptr + seq)
-    q_len = tl.load(cu_seqlens_q_ptr + seq + 1) - q_start
-    first = (tile - (q_start // BLOCK_Q + seq)) * BLOCK_Q       # the tile's first token among the new ones
+    seq, q_start, q_len, first = _locate_tile(cu_seqlens_q_ptr, num_seqs, tile, BLOCK_Q)
     if first >= q_len: return
     prefix = tl.load(context_lens_ptr + seq) - q_len                 # cached positions before the new tokens
     offs_r, offs_d = tl.arange(0, BLOCK_M), tl.arange(0, HEAD_DIM_PAD)
@@ -171,7 +199,8 @@ def _paged_prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, cu_
              out.to(out_ptr.dtype.element_ty), mask=mask)
 
 # %% ../../nbs/04_triton_kernel.ipynb #2dc056e8
-KERNELS = (_attend_tile, _find_seq, _paged_decode_kernel, _merge_splits_kernel, _paged_prefill_kernel)
+KERNELS = (_tile_blocks, _load_rows, _softmax_step, _attend_tile, _store_decode, _find_seq, _locate_tile,
+           _paged_decode_kernel, _merge_splits_kernel, _paged_prefill_kernel)
 # ours and Triton's own
 _interpreted = {type(f).__name__ == 'InterpretedFunction' for f in KERNELS + (tl.zeros, tl.max, tl.sum)}
 KERNELS_INTERPRETED = _interpreted == {True}
@@ -181,6 +210,7 @@ def kernel_mode() -> str:
     imported before TRITON_INTERPRET=1: unusable)"""
     return 'mixed' if len(_interpreted) > 1 else 'interpreted' if KERNELS_INTERPRETED else 'compiled'
 
+# %% ../../nbs/04_triton_kernel.ipynb #bb0d43ff
 _MODE_ADVICE = {
     'mixed': "triton was imported before TRITON_INTERPRET=1 was set, so Triton's own functions (tl.zeros, "
              "...) are compiled while "

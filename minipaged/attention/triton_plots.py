@@ -8,12 +8,6 @@ from __future__ import annotations
 __all__ = ['sm_fill_rows', 'plot_sm_fill']
 
 # %% ../../nbs/04_triton_kernel.ipynb #imp17615
-import os
-import torch
-
-# Triton reads TRITON_INTERPRET whenever @triton.jit wraps a function: its own library at `import triton`, our
-# kernels below.
-if not torch.cuda.is_available(): os.environ.setdefault('TRITON_INTERPRET', '1')
 from .triton import choose_num_splits
 
 # %% ../../nbs/04_triton_kernel.ipynb #29d4d58a
@@ -31,6 +25,7 @@ def sm_fill_rows(batches=(1, 2, 4, 8, 16, 32, 64, 128, 256), contexts=(512, 4096
         rows.append(row)
     return rows
 
+# %% ../../nbs/04_triton_kernel.ipynb #aacf3bb9
 def plot_sm_fill(rows: list[dict]):
     "Figure 4b: SM fill against batch size, unsplit and split-K; returns the figure"
     import matplotlib.pyplot as plt
