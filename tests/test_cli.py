@@ -28,7 +28,7 @@ def test_kv_from_config_file(tmp_path):
     assert (r['kv_bytes_per_token'], r['kv_bytes_per_request'], r['kv_bytes_total']) == (131072, 2**29, 2**32)
     assert r['params'] == 8_030_261_248
 
-def test_paging_seed_example():
+def test_paging_worked_example():
     code, out, _ = run('paging', '--lengths', '37', '91', '128', '201', '511', '--page-sizes', '16', '32', '--reserve', '512')
     assert code == 0
     assert '37.81%' in out and '97.58%' in out and '94.53%' in out
