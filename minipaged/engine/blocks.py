@@ -24,6 +24,7 @@ class NoFreeBlocksError(RuntimeError):
         super().__init__(message)
         self.needed, self.available = needed, available
 
+# %% ../../nbs/05_block_manager.ipynb #aa7e3ba4
 @dataclass(frozen=True)
 class CacheKeyContext:
     "The extra key of every cached block: what besides the token ids decides its K/V content"
@@ -32,6 +33,7 @@ class CacheKeyContext:
     kv_dtype: str = ''
     kv_layout: str = ''
 
+# %% ../../nbs/05_block_manager.ipynb #9af081a1
 def salt_identity(salt):
     """The salt as the prefix cache compares it: `None`, or (type name, value), so that `1`, `1.0` and `True`
     are three tenants"""
@@ -136,11 +138,8 @@ def num_cached_blocks(self) -> int: return len(self._evictable)
 def num_used_blocks(self) -> int: return self._used
 @patch_to(BlockManager, as_prop=True)
 def num_available_blocks(self) -> int: return len(self._free) + len(self._evictable)
-@patch_to(BlockManager, as_prop=True)
-def num_copies_in_flight(self) -> int: return len(self._in_flight)
-@patch_to(BlockManager, as_prop=True)
-def copies_in_flight(self) -> list[tuple[int, int]]: return [(s, d) for s, d, _, _ in self._in_flight]
 
+# %% ../../nbs/05_block_manager.ipynb #4b214639
 @patch_to(BlockManager)
 def __repr__(self):
     return (f"BlockManager({self.num_blocks} blocks of {self.block_size}: {self._used} used, "
@@ -160,6 +159,7 @@ def _get(self, seq_id, name: str = 'seq_id'):
                                      "freed)")
     return seq
 
+# %% ../../nbs/05_block_manager.ipynb #59105001
 @patch_to(Allocator)
 def blocks_needed(self, num_tokens: int) -> int:
     "Blocks that `num_tokens` tokens occupy: `ceil(num_tokens / B)`"
@@ -179,6 +179,7 @@ def _take(self) -> int:
     if self._used > self._high_water: self._high_water = self._used
     return b
 
+# %% ../../nbs/05_block_manager.ipynb #9fb6eed2
 @patch_to(BlockManager)
 def _take_many(self, k: int) -> list[int]:
     "`k` blocks as `_take` gives them, sliced off the free list in one go when it has enough"
@@ -215,6 +216,7 @@ def _plan(self, tokens: tuple, salt):
     revived = sum(1 for b in hits if b in self._evictable)
     return root, hits, hashes, uids, total - len(hits), len(self._free) + len(self._evictable) - revived
 
+# %% ../../nbs/05_block_manager.ipynb #ecb71a87
 @patch_to(BlockManager)
 def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
     """`(fits, cached_tokens)`: would `allocate(…, token_ids, salt)` succeed now, and how many leading tokens
@@ -224,6 +226,7 @@ def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
     _, hits, _, _, new, available = self._plan(tokens, salt)
     return new <= available, len(hits) * self.block_size
 
+# %% ../../nbs/05_block_manager.ipynb #66ba79c6
 @patch_to(BlockManager)
 def can_allocate(self, token_ids, salt=None) -> bool:
     """Would `allocate(…, token_ids, salt)` succeed now (counting prefix-cache hits and evictable cached
@@ -241,14 +244,7 @@ def allocate(self, seq_id, token_ids, salt=None) -> int:
     if new > available:
         raise NoFreeBlocksError(f"allocate needs {new} blocks, {available} available", needed=new,
                                 available=available)
-    ref = self._ref
-    for b in hits:                                     # nothing can fail from here on
-        # unreferenced: back to used (one in flight already counts as used)
-        if b in self._evictable:
-            del self._evictable[b]
-            self._used += 1
-        ref[b] += 1
-    if self._used > self._high_water: self._high_water = self._used
+    if hits: self._revive(hits)                        # nothing can fail from here on
     # new >= 1: the last prompt token's block is never a hit
     blocks = hits + self._take_many(new)
     B = self.block_size
@@ -262,26 +258,13 @@ def allocate(self, seq_id, token_ids, salt=None) -> int:
     st['prefix_query_tokens'] += len(tokens)
     return cached
 
-# %% ../../nbs/05_block_manager.ipynb #9f049239
-def _check_span(seq, start: int, end: int) -> None:
-    "Positions `[start, end)` must lie within the sequence's tokens"
-    if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(seq.tokens)):
-        raise ValueError(f"start, end must satisfy 0 <= start <= end <= num_tokens = {len(seq.tokens)}, got "
-                         f"{start!r}, {end!r}")
-
-@patch_to(BlockManager)
-def slots(self, seq_id, start: int, end: int) -> list[int]:
-    "Physical slots (`block_id * B + offset`) of positions `[start, end)` of sequence `seq_id`"
-    seq = self._get(seq_id)
-    _check_span(seq, start, end)
-    B, blocks = self.block_size, seq.blocks
-    return [blocks[p // B] * B + p % B for p in range(start, end)]
-
+# %% ../../nbs/05_block_manager.ipynb #3901d653
 @patch_to(BlockManager)
 def block_table(self, seq_id) -> list[int]:
     "The physical blocks of sequence `seq_id`, in logical order (a copy)"
     return list(self._get(seq_id).blocks)
 
+# %% ../../nbs/05_block_manager.ipynb #ec9daa09
 @patch_to(Allocator)
 def num_tokens(self, seq_id) -> int:
     "Tokens sequence `seq_id` holds (prompt and generated)"
@@ -291,6 +274,42 @@ def num_tokens(self, seq_id) -> int:
 def num_computed(self, seq_id) -> int:
     "Leading tokens of `seq_id` whose K/V the engine has written"
     return self._get(seq_id).num_computed
+
+# %% ../../nbs/05_block_manager.ipynb #9f049239
+def _check_span(seq, start: int, end: int) -> None:
+    "Positions `[start, end)` must lie within the sequence's tokens"
+    if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(seq.tokens)):
+        raise ValueError(f"start, end must satisfy 0 <= start <= end <= num_tokens = {len(seq.tokens)}, got "
+                         f"{start!r}, {end!r}")
+
+# %% ../../nbs/05_block_manager.ipynb #c30c9ff8
+@patch_to(BlockManager)
+def slots(self, seq_id, start: int, end: int) -> list[int]:
+    "Physical slots (`block_id * B + offset`) of positions `[start, end)` of sequence `seq_id`"
+    seq = self._get(seq_id)
+    _check_span(seq, start, end)
+    B, blocks = self.block_size, seq.blocks
+    return [blocks[p // B] * B + p % B for p in range(start, end)]
+
+# %% ../../nbs/05_block_manager.ipynb #34435f63
+@patch_to(BlockManager)
+def _append_slow(self, seq_id, seq: _Seq | None, token_ids) -> list[tuple[int, int]]:
+    "`append`'s general case: any number of tokens, new blocks, copy-on-write of a shared last block; atomic"
+    if seq is None: self._get(seq_id)                  # raises: not a live sequence
+    token_ids = list(token_ids)
+    if not token_ids: return []
+    B, n, blocks = self.block_size, len(seq.tokens), seq.blocks
+    shared_tail = n % B != 0 and self._ref[blocks[-1]] > 1
+    grow = cdiv(n + len(token_ids), B) - len(blocks)
+    available = len(self._free) + len(self._evictable)
+    if grow + shared_tail > available:
+        raise NoFreeBlocksError(f"append needs {grow + shared_tail} blocks, {available} available",
+                                needed=grow + shared_tail, available=available)
+    copies = [self._copy_on_write(seq)] if shared_tail else []
+    blocks += self._take_many(grow)
+    seq.tokens += token_ids
+    seq.room = len(blocks) * B - len(seq.tokens)
+    return copies
 
 # %% ../../nbs/05_block_manager.ipynb #b9c22d83
 @patch_to(BlockManager)
@@ -311,51 +330,6 @@ def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
         return []
     return self._append_slow(seq_id, seq, token_ids)
 
-@patch_to(BlockManager)
-def _append_slow(self, seq_id, seq: _Seq | None, token_ids) -> list[tuple[int, int]]:
-    "`append`'s general case: any number of tokens, new blocks, copy-on-write of a shared last block; atomic"
-    if seq is None: self._get(seq_id)                  # raises: not a live sequence
-    token_ids = list(token_ids)
-    if not token_ids: return []
-    B, n, blocks = self.block_size, len(seq.tokens), seq.blocks
-    shared_tail = n % B != 0 and self._ref[blocks[-1]] > 1
-    grow = cdiv(n + len(token_ids), B) - len(blocks)
-    available = len(self._free) + len(self._evictable)
-    if grow + shared_tail > available:
-        raise NoFreeBlocksError(f"append needs {grow + shared_tail} blocks, {available} available",
-                                needed=grow + shared_tail, available=available)
-    copies = [self._copy_on_write(seq)] if shared_tail else []
-    blocks += self._take_many(grow)
-    seq.tokens += token_ids
-    seq.room = len(blocks) * B - len(seq.tokens)
-    return copies
-
-# %% ../../nbs/05_block_manager.ipynb #ae97491f
-def _fork_parent(manager, parent_id, child_id):
-    """The record of a fork's parent, after the checks every allocator makes: a live, fully computed parent
-    and an unused child id"""
-    parent = manager._get(parent_id, 'parent_id')
-    if child_id in manager._seqs: raise ValueError(f"child_id {child_id!r} is already allocated")
-    if parent.num_computed != len(parent.tokens):
-        raise ValueError(
-            f"parent_id {parent_id!r} has {len(parent.tokens) - parent.num_computed} uncomputed tokens; "
-            "fork after mark_computed, so that no two sequences compute into one shared block"
-        )
-    return parent
-
-@patch_to(BlockManager)
-def fork(self, parent_id, child_id) -> None:
-    """Start `child_id` sharing every block of `parent_id` (reference counts += 1): same tokens, same computed
-    count"""
-    parent = _fork_parent(self, parent_id, child_id)
-    ref = self._ref
-    for b in parent.blocks: ref[b] += 1
-    # the last block is shared now: the next write goes the slow way
-    parent.room = 0
-    self._seqs[child_id] = _Seq(list(parent.blocks), list(parent.tokens), parent.num_computed, parent.salt,
-                                parent.root, list(parent.hashes), list(parent.uids), room=0,
-                                register_at=parent.register_at)
-
 # %% ../../nbs/05_block_manager.ipynb #c061a298
 @patch_to(BlockManager)
 def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
@@ -374,6 +348,33 @@ def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
         raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {len(seq.tokens)}], "
                          f"got {n!r}")
 
+# %% ../../nbs/05_block_manager.ipynb #ae97491f
+def _fork_parent(manager, parent_id, child_id):
+    """The record of a fork's parent, after the checks every allocator makes: a live, fully computed parent
+    and an unused child id"""
+    parent = manager._get(parent_id, 'parent_id')
+    if child_id in manager._seqs: raise ValueError(f"child_id {child_id!r} is already allocated")
+    if parent.num_computed != len(parent.tokens):
+        raise ValueError(
+            f"parent_id {parent_id!r} has {len(parent.tokens) - parent.num_computed} uncomputed tokens; "
+            "fork after mark_computed, so that no two sequences compute into one shared block"
+        )
+    return parent
+
+# %% ../../nbs/05_block_manager.ipynb #92d6b442
+@patch_to(BlockManager)
+def fork(self, parent_id, child_id) -> None:
+    """Start `child_id` sharing every block of `parent_id` (reference counts += 1): same tokens, same computed
+    count"""
+    parent = _fork_parent(self, parent_id, child_id)
+    ref = self._ref
+    for b in parent.blocks: ref[b] += 1
+    # the last block is shared now: the next write goes the slow way
+    parent.room = 0
+    self._seqs[child_id] = _Seq(list(parent.blocks), list(parent.tokens), parent.num_computed, parent.salt,
+                                parent.root, list(parent.hashes), list(parent.uids), room=0,
+                                register_at=parent.register_at)
+
 # %% ../../nbs/05_block_manager.ipynb #ff5d064f
 @patch_to(BlockManager)
 def _reclaim(self, b: int) -> None:
@@ -382,19 +383,14 @@ def _reclaim(self, b: int) -> None:
     else: self._evictable[b] = None
     self._used -= 1
 
+# %% ../../nbs/05_block_manager.ipynb #f64df84e
 @patch_to(BlockManager)
 def free(self, seq_id) -> None:
     "End sequence `seq_id` (finished or cancelled): release each of its block references exactly once"
     seq = self._seqs.pop(seq_id, None)
     if seq is None: self._get(seq_id)
-    ref, pins, key, free, evictable, released = (
-        self._ref,
-        self._pins,
-        self._key,
-        self._free,
-        self._evictable,
-        0,
-    )
+    ref, pins, key = self._ref, self._pins, self._key
+    free, evictable, released = self._free, self._evictable, 0
     # `_reclaim`, inlined: this runs for every block of every request
     for b in reversed(seq.blocks):
         r = ref[b] = ref[b] - 1
@@ -403,6 +399,20 @@ def free(self, seq_id) -> None:
             if key[b] is None: free.append(b)
             else: evictable[b] = None
     self._used -= released
+
+# %% ../../nbs/05_block_manager.ipynb #d02805e5
+@patch_to(BlockManager, as_prop=True)
+def num_copies_in_flight(self) -> int: return len(self._in_flight)
+@patch_to(BlockManager, as_prop=True)
+def copies_in_flight(self) -> list[tuple[int, int]]: return [(s, d) for s, d, _, _ in self._in_flight]
+
+# %% ../../nbs/05_block_manager.ipynb #d7fbdc9a
+@patch_to(BlockManager)
+def _hold_for_copy(self, src: int, dst: int) -> None:
+    """Keep `src` and `dst` from being reclaimed until `copies_done()`: the copy that reads one and writes the
+    other has not run"""
+    self._pins[src] += 1; self._pins[dst] += 1
+    self._in_flight.append((src, dst, self._gen[src], self._gen[dst]))
 
 # %% ../../nbs/05_block_manager.ipynb #94afc0ed
 @patch_to(BlockManager)
@@ -416,13 +426,6 @@ def _copy_on_write(self, seq: _Seq) -> tuple[int, int]:
     self._hold_for_copy(src, dst)
     self._stats['cow_copies'] += 1
     return src, dst
-
-@patch_to(BlockManager)
-def _hold_for_copy(self, src: int, dst: int) -> None:
-    """Keep `src` and `dst` from being reclaimed until `copies_done()`: the copy that reads one and writes the
-    other has not run"""
-    self._pins[src] += 1; self._pins[dst] += 1
-    self._in_flight.append((src, dst, self._gen[src], self._gen[dst]))
 
 # %% ../../nbs/05_block_manager.ipynb #fc1c1797
 @patch_to(BlockManager)
@@ -464,22 +467,9 @@ def _cached_prefix(self, tokens: tuple, root: int, salt):
 @patch_to(BlockManager)
 def _register(self, seq: _Seq, num_full: int) -> None:
     "Register `seq`'s first `num_full` blocks (computed, full) in the prefix cache, continuing its key chain"
-    B, index, keys, content, uid, h = (
-        self.block_size,
-        self._index,
-        self._key,
-        self._content,
-        self._uid,
-        self._key_hash,
-    )
-    hashes, uids, tokens, salt, blocks, next_uid = (
-        seq.hashes,
-        seq.uids,
-        seq.tokens,
-        seq.salt,
-        seq.blocks,
-        self._next_uid,
-    )
+    B, index, keys, content, uid = self.block_size, self._index, self._key, self._content, self._uid
+    h, next_uid = self._key_hash, self._next_uid
+    hashes, uids, tokens, salt, blocks = seq.hashes, seq.uids, seq.tokens, seq.salt, seq.blocks
     key, parent = (hashes[-1], uids[-1]) if hashes else (seq.root, 0)
     for i in range(len(hashes), num_full):
         b = blocks[i]
@@ -498,6 +488,25 @@ def _register(self, seq: _Seq, num_full: int) -> None:
         hashes.append(key); uids.append(parent)
     self._next_uid, seq.register_at = next_uid, (num_full + 1) * B
 
+# %% ../../nbs/05_block_manager.ipynb #695da385
+@patch_to(BlockManager)
+def _revive(self, hits: list[int]) -> None:
+    "Reference a new sequence's prefix-cache hits, taking the unreferenced ones out of the evictable queue"
+    ref, evictable = self._ref, self._evictable
+    for b in hits:
+        # unreferenced: back to used (one in flight already counts as used)
+        if b in evictable:
+            del evictable[b]
+            self._used += 1
+        ref[b] += 1
+    if self._used > self._high_water: self._high_water = self._used
+
+# %% ../../nbs/05_block_manager.ipynb #59dae253
+@patch_to(BlockManager, as_prop=True)
+def cached_blocks(self) -> list[int]:
+    "The cached, unreferenced blocks in eviction order (the first is evicted first)"
+    return list(self._evictable)
+
 # %% ../../nbs/05_block_manager.ipynb #38c59a5f
 @patch_to(BlockManager)
 def _evict(self) -> int:
@@ -508,11 +517,6 @@ def _evict(self) -> int:
     self._key[b] = self._content[b] = None
     self._stats['evictions'] += 1
     return b
-
-@patch_to(BlockManager, as_prop=True)
-def cached_blocks(self) -> list[int]:
-    "The cached, unreferenced blocks in eviction order (the first is evicted first)"
-    return list(self._evictable)
 
 # %% ../../nbs/05_block_manager.ipynb #f52d73ad
 @patch_to(Allocator)
@@ -539,25 +543,11 @@ def can_append(self, seq_id, num_tokens: int = 1) -> bool:
 @patch_to(BlockManager)
 def snapshot(self) -> tuple:
     "Everything observable about the pool, as one value: two snapshots are equal when nothing changed"
-    seqs = {
-        s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at)
-        for s, q in self._seqs.items()
-    }
-    return (
-        tuple(self._ref),
-        tuple(self._free),
-        tuple(self._evictable),
-        tuple(sorted(self._index.items())),
-        tuple(self._key),
-        seqs,
-        self._used,
-        self._high_water,
-        tuple(self._stats.items()),
-        tuple(self._gen),
-        tuple(self._pins),
-        tuple(self._in_flight),
-        tuple(self._fresh or ()),
-    )
+    seqs = {s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at)
+            for s, q in self._seqs.items()}
+    return (tuple(self._ref), tuple(self._free), tuple(self._evictable), tuple(sorted(self._index.items())),
+            tuple(self._key), seqs, self._used, self._high_water, tuple(self._stats.items()),
+            tuple(self._gen), tuple(self._pins), tuple(self._in_flight), tuple(self._fresh or ()))
 
 # %% ../../nbs/05_block_manager.ipynb #667e9e10
 @patch_to(BlockManager)
@@ -571,6 +561,7 @@ def _check_window(self) -> None:
             assert self._gen[b] == v, (f"block {b} was handed out again (version {v} -> {self._gen[b]}) "
                                        f"while an in-flight copy {role} it")
 
+# %% ../../nbs/05_block_manager.ipynb #5b85e799
 @patch_to(BlockManager)
 def _check_pool(self) -> None:
     "Reference counts and pins match the tables and copies; every block is in exactly one state"
@@ -578,21 +569,17 @@ def _check_pool(self) -> None:
     holders = Counter(b for s in self._seqs.values() for b in s.blocks)
     held = Counter(b for src, dst, _, _ in self._in_flight for b in (src, dst))
     for b in range(N):
-        assert self._ref[b] == holders[b], (
+        assert self._ref[b] == holders[b], \
             f"block {b}: reference count {self._ref[b]} but {holders[b]} tables hold it"
-        )
-        assert self._pins[b] == held[b], (
+        assert self._pins[b] == held[b], \
             f"block {b}: held {self._pins[b]} times, but {held[b]} copies in flight use it"
-        )
     used = {b for b in range(N) if self._ref[b] > 0 or self._pins[b] > 0}
     assert len(free) == len(self._free), "a block is on the free list twice"
     assert not (free & cached or free & used or cached & used), "free, cached and used blocks overlap"
-    assert len(free) + len(cached) + len(used) == N, (
+    assert len(free) + len(cached) + len(used) == N, \
         f"{N - len(free) - len(cached) - len(used)} blocks are in no state: leaked"
-    )
-    assert self._used == len(used) and self._high_water >= self._used, (
+    assert self._used == len(used) and self._high_water >= self._used, \
         "the used-block counter or high-water mark is wrong"
-    )
     for b in free: assert self._key[b] is None, f"free block {b} still has a cache key"
     for b in cached: assert self._key[b] is not None, f"cached block {b} has no cache key"
 
@@ -608,16 +595,15 @@ def _check_keys(self) -> None:
         assert len(self._content[b][2]) == self.block_size, f"registered block {b} is not full"
         assert self.enable_prefix_caching, "a block is registered with the prefix cache off"
 
+# %% ../../nbs/05_block_manager.ipynb #c78cdb30
 @patch_to(BlockManager)
 def _check_seq(self, sid, s: _Seq) -> None:
     "One sequence: its table fits its tokens, its keys its computed blocks, its `room` a private last block"
     B = self.block_size
-    assert len(s.blocks) == cdiv(len(s.tokens), B) and len(set(s.blocks)) == len(s.blocks), (
+    assert len(s.blocks) == cdiv(len(s.tokens), B) and len(set(s.blocks)) == len(s.blocks), \
         f"seq {sid!r}: bad block table"
-    )
-    assert 0 <= s.num_computed <= len(s.tokens), (
+    assert 0 <= s.num_computed <= len(s.tokens), \
         f"seq {sid!r}: computed {s.num_computed} of {len(s.tokens)} tokens"
-    )
     assert len(s.hashes) == len(s.uids) <= s.num_computed // B, f"seq {sid!r}: keys for uncomputed blocks"
     if self.enable_prefix_caching:
         assert len(s.hashes) == s.num_computed // B and s.register_at == (len(s.hashes) + 1) * B, \
@@ -626,12 +612,10 @@ def _check_seq(self, sid, s: _Seq) -> None:
         f"seq {sid!r}: room {s.room} to write into a full or shared block"
     for i, b in enumerate(s.blocks):
         if self._key[b] is not None:
-            assert self._content[b][2] == tuple(s.tokens[i * B : (i + 1) * B]), (
+            assert self._content[b][2] == tuple(s.tokens[i * B : (i + 1) * B]), \
                 f"seq {sid!r}: block {b} holds other tokens"
-            )
-            assert i >= len(s.hashes) or s.hashes[i] == self._key[b], (
+            assert i >= len(s.hashes) or s.hashes[i] == self._key[b], \
                 f"seq {sid!r}: block {b} has another key"
-            )
 
 # %% ../../nbs/05_block_manager.ipynb #5a90e806
 @patch_to(BlockManager)

@@ -25,34 +25,17 @@ def pool_rows(self) -> list[dict]:
     rows = []
     for b in range(self.num_blocks):
         r, keyed = self._ref[b], self._key[b] is not None
-        state = (
-            'shared'
-            if r > 1
-            else 'used'
-            if r
-            else 'in flight'
-            if self._pins[b]
-            else 'cached'
-            if keyed
-            else 'free'
-        )
+        state = ('shared' if r > 1 else 'used' if r else 'in flight' if self._pins[b] else
+                 'cached' if keyed else 'free')
         toks = tokens[b] if tokens[b] is not None else self._content[b][2] if keyed else ()
-        rows.append(
-            dict(
-                block=b,
-                state=state,
-                refcount=r,
-                holders=' '.join(holders[b]),
-                keyed=keyed,
-                tokens=' '.join(map(str, toks)),
-            )
-        )
+        rows.append(dict(block=b, state=state, refcount=r, holders=' '.join(holders[b]), keyed=keyed,
+                         tokens=' '.join(map(str, toks))))
     return rows
 
+# %% ../../nbs/05_block_manager.ipynb #4e1262d0
 POOL_COLORS = {'free': '#eeeeee', 'cached': '#9ecae1', 'used': '#a1d99b', 'shared': '#fdae6b',
                'in flight': '#fc9272'}
 
-# %% ../../nbs/05_block_manager.ipynb #4e1262d0
 def pool_html(rows: list[dict], title: str = '') -> str:
     "An HTML grid of `pool_rows()`: one cell per block, coloured by state, with its count, holders and tokens"
     cell = ("<div style='display:inline-block;width:104px;height:70px;margin:2px;padding:3px;"
@@ -61,11 +44,25 @@ def pool_html(rows: list[dict], title: str = '') -> str:
             "<span style='color:#555'>{tokens}</span></div>")
     cells = ''.join(cell.format(c=POOL_COLORS[r['state']], k=' &#9911;' if r['keyed'] else '',
                                 **{f: html.escape(str(v)) for f, v in r.items()}) for r in rows)
-    legend = ' '.join(
-        f"<span style='background:{c};padding:0 6px;border:1px solid #777'>{s}</span>"
-        for s, c in POOL_COLORS.items()
-    )
+    legend = ' '.join(f"<span style='background:{c};padding:0 6px;border:1px solid #777'>{s}</span>"
+                      for s, c in POOL_COLORS.items())
     return f"<div><b>{html.escape(title)}</b> {legend} &#9911; = in the prefix cache</div><div>{cells}</div>"
+
+# %% ../../nbs/05_block_manager.ipynb #5f266c91
+def _draw_frame(ax, title: str, rows: list[dict], width: int, rows_per: int) -> None:
+    "One pool snapshot on `ax`: a square per block, `width` to a row, coloured by state and labelled"
+    from matplotlib.patches import Rectangle
+    for r in rows:
+        x, y = r['block'] % width, -(r['block'] // width)
+        ax.add_patch(Rectangle((x + 0.03, y + 0.03), 0.94, 0.94, facecolor=POOL_COLORS[r['state']],
+                               edgecolor='#555'))
+        label = f"#{r['block']} ref {r['refcount']}" + (' key' if r['keyed'] else '')
+        ax.text(x + .08, y + .8, label, fontsize=7, va='top', weight='bold')
+        ax.text(x + .08, y + .55, r['holders'].replace(' ', '\n') or r['state'], fontsize=7, va='top')
+        ax.text(x + .08, y + .12, r['tokens'], fontsize=6, color='#444')
+    ax.set(xlim=(0, width), ylim=(-rows_per + 1, 1), title=title)
+    ax.axis('off')
+    ax.title.set_fontsize(9)
 
 # %% ../../nbs/05_block_manager.ipynb #329ffd0f
 def plot_pool(frames: list[tuple[str, list[dict]]], width: int | None = None):
@@ -76,30 +73,10 @@ def plot_pool(frames: list[tuple[str, list[dict]]], width: int | None = None):
     rows_per = -(-n // width)
     fig, axes = plt.subplots(len(frames), 1, figsize=(1.25 * width, 1.35 * rows_per * len(frames) + 0.3),
                              squeeze=False)
-    for ax, (title, rows) in zip(axes[:, 0], frames):
-        for r in rows:
-            x, y = r['block'] % width, -(r['block'] // width)
-            ax.add_patch(
-                Rectangle(
-                    (x + 0.03, y + 0.03), 0.94, 0.94, facecolor=POOL_COLORS[r['state']], edgecolor='#555'
-                )
-            )
-            label = f"#{r['block']} ref {r['refcount']}" + (' key' if r['keyed'] else '')
-            ax.text(x + .08, y + .8, label, fontsize=7, va='top', weight='bold')
-            ax.text(x + .08, y + .55, r['holders'].replace(' ', '\n') or r['state'], fontsize=7, va='top')
-            ax.text(x + .08, y + .12, r['tokens'], fontsize=6, color='#444')
-        ax.set(xlim=(0, width), ylim=(-rows_per + 1, 1), title=title)
-        ax.axis('off')
-        ax.title.set_fontsize(9)
-    fig.legend(
-        handles=[
-            Rectangle((0, 0), 1, 1, facecolor=c, edgecolor='#555', label=s) for s, c in POOL_COLORS.items()
-        ],
-        loc='lower center',
-        ncol=len(POOL_COLORS),
-        fontsize=8,
-        frameon=False,
-    )
+    for ax, (title, rows) in zip(axes[:, 0], frames): _draw_frame(ax, title, rows, width, rows_per)
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor='#555', label=s)
+               for s, c in POOL_COLORS.items()]
+    fig.legend(handles=handles, loc='lower center', ncol=len(POOL_COLORS), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
@@ -136,6 +113,15 @@ def pool_scenario() -> list[dict]:
           'cached')
     return frames
 
+# %% ../../nbs/05_block_manager.ipynb #6eb775be
+def _frame_html(f: dict, i: int, n: int) -> str:
+    "Frame `i` of `n`: its pool grid under its caption, then its metrics on one line"
+    m = f['metrics']
+    return (pool_html(f['rows'], f"step {i} of {n - 1}: {f['caption']}")
+            + f"<div style='font:12px monospace'>used {m['used']}, cached {m['cached']}, free {m['free']}, "
+            f"high water {m['high_water']}, prefix hits {m['prefix_hit_tokens']} tokens, "
+            f"copies {m['cow_copies']}, evictions {m['evictions']}</div>")
+
 # %% ../../nbs/05_block_manager.ipynb #4b3fed8a
 def pool_stepper(frames: list[dict] | None = None):
     "An ipywidgets step-through of `frames` (default: `pool_scenario()`), with previous/next buttons"
@@ -143,15 +129,8 @@ def pool_stepper(frames: list[dict] | None = None):
     frames = frames or pool_scenario()
     prev, nxt, view, pos = W.Button(description='< previous'), W.Button(description='next >'), W.HTML(), [0]
     def show():
-        f, i = frames[pos[0]], pos[0]
-        m = f['metrics']
-        view.value = (
-            pool_html(f['rows'], f"step {i} of {len(frames) - 1}: {f['caption']}")
-            + f"<div style='font:12px monospace'>used {m['used']}, cached {m['cached']}, free "
-            f"{m['free']}, high water "
-            f"{m['high_water']}, prefix hits {m['prefix_hit_tokens']} tokens, copies {m['cow_copies']}, "
-            f"evictions {m['evictions']}</div>"
-        )
+        i = pos[0]
+        view.value = _frame_html(frames[i], i, len(frames))
         prev.disabled, nxt.disabled = i == 0, i == len(frames) - 1
     def go(step): pos[0] = min(max(pos[0] + step, 0), len(frames) - 1); show()
     prev.on_click(lambda _: go(-1)); nxt.on_click(lambda _: go(1))

@@ -18,12 +18,8 @@ class _Reserved:
     out"""
     __slots__ = ('region', 'tokens', 'num_computed', 'pending')
     def __init__(self, region, tokens, num_computed=0, pending=()):
-        self.region, self.tokens, self.num_computed, self.pending = (
-            region,
-            tokens,
-            num_computed,
-            list(pending),
-        )
+        self.region, self.tokens = region, tokens
+        self.num_computed, self.pending = num_computed, list(pending)
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #a2d3e9c5
 class ReservationManager(Allocator):
@@ -62,17 +58,20 @@ def num_used_blocks(self) -> int: return (self.num_regions - len(self._free_regi
 def num_free_blocks(self) -> int: return len(self._free_regions) * self.reservation
 @patch_to(ReservationManager, as_prop=True)
 def num_available_blocks(self) -> int: return self.num_free_blocks
-@patch_to(ReservationManager, as_prop=True)
-def num_copies_in_flight(self) -> int: return len(self._in_flight)
-@patch_to(ReservationManager, as_prop=True)
-def copies_in_flight(self) -> list[tuple[int, int]]: return [(s, d) for s, d, _, _ in self._in_flight]
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #fab98d57
 @patch_to(ReservationManager)
 def __repr__(self):
     return (
         f"ReservationManager({self.num_regions} regions of {self.reservation} blocks of {self.block_size}: "
         f"{len(self._seqs)} sequences)"
     )
+
+# %% ../../nbs/05b_reservation_baseline.ipynb #899d01df
+@patch_to(ReservationManager)
+def _blocks(self, region: int) -> list[int]:
+    "The blocks of `region`"
+    return list(range(region * self.reservation, (region + 1) * self.reservation))
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #7663ab13
 @patch_to(ReservationManager)
@@ -87,22 +86,20 @@ def _reserve(self) -> int:
     self._high_water = max(self._high_water, self.num_used_blocks)
     return r
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #b7aa73e0
 @patch_to(ReservationManager)
 def _release(self, region: int) -> None:
     "Drop one reference to `region`; the last one returns it to the stack"
     self._region_ref[region] -= 1
     if self._region_ref[region] == 0: self._free_regions.append(region)
 
-@patch_to(ReservationManager)
-def _blocks(self, region: int) -> list[int]:
-    "The blocks of `region`"
-    return list(range(region * self.reservation, (region + 1) * self.reservation))
-
+# %% ../../nbs/05b_reservation_baseline.ipynb #276e78a2
 @patch_to(ReservationManager)
 def can_allocate(self, token_ids, salt=None) -> bool:
     "Would `allocate` succeed now: the prompt fits `max_model_len` and a region is free"
     return 0 < len(list(token_ids)) <= self.max_model_len and bool(self._free_regions)
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #da981ec0
 @patch_to(ReservationManager)
 def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
     "`(fits, 0)`: a reservation caches nothing"
@@ -121,12 +118,38 @@ def allocate(self, seq_id, token_ids, salt=None) -> int:
     self._seqs[seq_id] = _Reserved(self._reserve(), tokens)
     return 0
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #90b889a7
+@patch_to(ReservationManager)
+def slots(self, seq_id, start: int, end: int) -> list[int]:
+    "Physical slots of positions `[start, end)`: contiguous inside the region"
+    seq = self._get(seq_id)
+    _check_span(seq, start, end)
+    base = seq.region * self.reservation * self.block_size
+    return list(range(base + start, base + end))
+
+# %% ../../nbs/05b_reservation_baseline.ipynb #e9ba2a02
+@patch_to(ReservationManager)
+def block_table(self, seq_id) -> list[int]:
+    "The whole reserved region of `seq_id`"
+    return self._blocks(self._get(seq_id).region)
+
+# %% ../../nbs/05b_reservation_baseline.ipynb #bea2380a
+@patch_to(ReservationManager)
+def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
+    "Record that the engine wrote K/V for the first `num_computed_tokens` positions"
+    seq, n = self._get(seq_id), num_computed_tokens
+    if not isinstance(n, int) or not 0 <= n <= len(seq.tokens):
+        raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {len(seq.tokens)}], "
+                         f"got {n!r}")
+    seq.num_computed = max(seq.num_computed, n)
+
 # %% ../../nbs/05b_reservation_baseline.ipynb #f7e88d87
 @patch_to(ReservationManager)
 def can_append(self, seq_id, num_tokens: int = 1) -> bool:
     "Would `append` of `num_tokens` tokens succeed: they fit the reservation"
     return len(self._get(seq_id).tokens) + check_count('num_tokens', num_tokens) <= self.max_model_len
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #1dfe442d
 @patch_to(ReservationManager)
 def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
     "Add `token_ids` inside the reservation; return the fork copies still pending for this sequence"
@@ -145,36 +168,6 @@ def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
         self._in_flight.append((src, dst, gen[src // R], gen[dst // R]))
     return copies
 
-@patch_to(ReservationManager)
-def copies_done(self) -> None:
-    "The engine has run every copy handed out so far: release the regions they read and wrote"
-    R = self.reservation
-    for src, dst, _, _ in self._in_flight: self._release(src // R); self._release(dst // R)
-    self._in_flight.clear()
-
-@patch_to(ReservationManager)
-def slots(self, seq_id, start: int, end: int) -> list[int]:
-    "Physical slots of positions `[start, end)`: contiguous inside the region"
-    seq = self._get(seq_id)
-    _check_span(seq, start, end)
-    base = seq.region * self.reservation * self.block_size
-    return list(range(base + start, base + end))
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #e9ba2a02
-@patch_to(ReservationManager)
-def block_table(self, seq_id) -> list[int]:
-    "The whole reserved region of `seq_id`"
-    return self._blocks(self._get(seq_id).region)
-
-@patch_to(ReservationManager)
-def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
-    "Record that the engine wrote K/V for the first `num_computed_tokens` positions"
-    seq, n = self._get(seq_id), num_computed_tokens
-    if not isinstance(n, int) or not 0 <= n <= len(seq.tokens):
-        raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {len(seq.tokens)}], "
-                         f"got {n!r}")
-    seq.num_computed = max(seq.num_computed, n)
-
 # %% ../../nbs/05b_reservation_baseline.ipynb #59b1d07e
 @patch_to(ReservationManager)
 def fork(self, parent_id, child_id) -> None:
@@ -190,6 +183,21 @@ def fork(self, parent_id, child_id) -> None:
                                      parent.num_computed, copies)
     self._copies += len(copies)
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #f1c4aa7b
+@patch_to(ReservationManager, as_prop=True)
+def num_copies_in_flight(self) -> int: return len(self._in_flight)
+@patch_to(ReservationManager, as_prop=True)
+def copies_in_flight(self) -> list[tuple[int, int]]: return [(s, d) for s, d, _, _ in self._in_flight]
+
+# %% ../../nbs/05b_reservation_baseline.ipynb #15de70be
+@patch_to(ReservationManager)
+def copies_done(self) -> None:
+    "The engine has run every copy handed out so far: release the regions they read and wrote"
+    R = self.reservation
+    for src, dst, _, _ in self._in_flight: self._release(src // R); self._release(dst // R)
+    self._in_flight.clear()
+
+# %% ../../nbs/05b_reservation_baseline.ipynb #0f04dee3
 @patch_to(ReservationManager)
 def free(self, seq_id) -> None:
     "End `seq_id`: release its region and the sources of copies it never received"
@@ -198,6 +206,7 @@ def free(self, seq_id) -> None:
     for src, _ in seq.pending: self._release(src // self.reservation)
     self._release(seq.region)
 
+# %% ../../nbs/05b_reservation_baseline.ipynb #115623dc
 @patch_to(ReservationManager)
 def metrics(self) -> dict:
     "The same keys as `BlockManager.metrics`; `cow_copies` counts the blocks fork copied"
@@ -213,20 +222,17 @@ def check(self) -> None:
     R, want = self.reservation, [0] * self.num_regions
     for src, dst, v_src, v_dst in self._in_flight:
         for b, v in ((src, v_src), (dst, v_dst)):
-            assert self._region_gen[b // R] == v, (
+            assert self._region_gen[b // R] == v, \
                 f"region {b // R} was handed out again while an in-flight copy uses block {b}"
-            )
             want[b // R] += 1
     for sid, s in self._seqs.items():
         want[s.region] += 1
-        assert len(s.tokens) <= self.max_model_len and 0 <= s.num_computed <= len(s.tokens), (
+        assert len(s.tokens) <= self.max_model_len and 0 <= s.num_computed <= len(s.tokens), \
             f"seq {sid!r} outgrew its region"
-        )
         for src, _ in s.pending: want[src // R] += 1
     assert want == self._region_ref, f"region reference counts {self._region_ref}, expected {want}"
-    assert sorted(self._free_regions) == [r for r in range(self.num_regions) if want[r] == 0], (
+    assert sorted(self._free_regions) == [r for r in range(self.num_regions) if want[r] == 0], \
         "free regions are wrong"
-    )
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #54920454
 @patch_to(ReservationManager)

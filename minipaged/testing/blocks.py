@@ -21,38 +21,41 @@ class RandomOps:
         self.kv, self.model, self.salts, self.counts, self.next_id = {}, {}, {}, Counter(), 0
         self.awaiting = set()              # children whose deferred fork copies have not arrived yet
 
-    def write(self, sid, start: int, end: int):
-        "The engine: compute positions [start, end) of `sid` into their slots"
-        bm, B = self.bm, self.B
-        table = bm.block_table(sid)
-        for p, slot in zip(range(start, end), bm.slots(sid, start, end)):
-            assert sum(table[p // B] in bm.block_table(o) for o in self.model) == 1, (
-                'a write into a shared block'
-            )
-            self.kv[slot] = (self.salts[sid], self.model[sid][p])
-        bm.mark_computed(sid, end)
+# %% ../../nbs/05_block_manager.ipynb #d4a4310e
+@patch_to(RandomOps)
+def zero_fresh(self):
+    "The engine: zero every block handed out, before any copy or write"
+    for b in self.bm.pop_fresh_blocks():
+        for o in range(self.B): self.kv.pop(b * self.B + o, None)
 
-    def zero_fresh(self):
-        "The engine: zero every block handed out, before any copy or write"
-        for b in self.bm.pop_fresh_blocks():
-            for o in range(self.B): self.kv.pop(b * self.B + o, None)
+# %% ../../nbs/05_block_manager.ipynb #b9d1de95
+@patch_to(RandomOps)
+def write(self, sid, start: int, end: int):
+    "The engine: compute positions [start, end) of `sid` into their slots"
+    bm, B = self.bm, self.B
+    table = bm.block_table(sid)
+    for p, slot in zip(range(start, end), bm.slots(sid, start, end)):
+        assert sum(table[p // B] in bm.block_table(o) for o in self.model) == 1, 'a write into a shared block'
+        self.kv[slot] = (self.salts[sid], self.model[sid][p])
+    bm.mark_computed(sid, end)
 
-    def check(self):
-        "The manager's invariants; every sequence reads back exactly its own K/V, and zeros past it"
-        bm, B = self.bm, self.B
-        bm.check()
-        for sid, toks in self.model.items():
-            assert bm.num_tokens(sid) == len(toks)
-            if sid in self.awaiting: continue
-            n = bm.num_computed(sid)
-            got = [self.kv.get(s) for s in bm.slots(sid, 0, n)]
-            assert got == [(self.salts[sid], t) for t in toks[:n]], 'isolation broken'
-            if not bm.defers_fork_copies:  # past its computed tokens a page holds zeros only
-                table = bm.block_table(sid)
-                stale = [
-                    q for q in range(n, len(table) * B) if self.kv.get(table[q // B] * B + q % B) is not None
-                ]
-                assert not stale, 'a stale slot in a page'
+# %% ../../nbs/05_block_manager.ipynb #0893e954
+@patch_to(RandomOps)
+def check(self):
+    "The manager's invariants; every sequence reads back exactly its own K/V, and zeros past it"
+    bm, B = self.bm, self.B
+    bm.check()
+    for sid, toks in self.model.items():
+        assert bm.num_tokens(sid) == len(toks)
+        if sid in self.awaiting: continue
+        n = bm.num_computed(sid)
+        got = [self.kv.get(s) for s in bm.slots(sid, 0, n)]
+        assert got == [(self.salts[sid], t) for t in toks[:n]], 'isolation broken'
+        if not bm.defers_fork_copies:  # past its computed tokens a page holds zeros only
+            table = bm.block_table(sid)
+            stale = [q for q in range(n, len(table) * B)
+                     if self.kv.get(table[q // B] * B + q % B) is not None]
+            assert not stale, 'a stale slot in a page'
 
 # %% ../../nbs/05_block_manager.ipynb #e88d15c3
 @patch_to(RandomOps)
@@ -72,6 +75,7 @@ def allocate(self):
     if rng.random() < 0.8: self.write(sid, cached, len(prompt))
     self.next_id += 1
 
+# %% ../../nbs/05_block_manager.ipynb #0eb6a0a8
 @patch_to(RandomOps)
 def append(self, sid):
     "Finish computing `sid`, or append a token to it: the copies it returns run before the write"
@@ -101,10 +105,13 @@ def fork(self, sid):
     self.counts['forks'] += 1; self.next_id += 1
     if self.bm.defers_fork_copies: self.awaiting.add(child)
 
+# %% ../../nbs/05_block_manager.ipynb #c776b265
 @patch_to(RandomOps)
 def free(self, sid):
+    "End `sid`, as a finished or cancelled request"
     self.bm.free(sid); del self.model[sid]; self.awaiting.discard(sid); self.counts['frees'] += 1
 
+# %% ../../nbs/05_block_manager.ipynb #daa9f2a4
 def random_ops(seed: int, steps: int, num_blocks: int = 16, block_size: int = 4, manager=None) -> dict:
     "`steps` random operations, with `check()` and the isolation check after every one; the counts of each"
     r = RandomOps(manager or BlockManager(num_blocks, block_size, record_fresh=True), seed)
