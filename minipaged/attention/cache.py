@@ -19,24 +19,20 @@ __all__ = ['INDEX_DTYPES', 'allocate_kv_cache', 'slots_for', 'make_block_tables'
 def allocate_kv_cache(num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
                       dtype: torch.dtype = torch.float32, device='cpu',
                       fill: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """One layer's `(k_cache, v_cache)`, each `[num_blocks, block_size, num_kv_heads, head_dim]` filled with
-    `fill`"""
+    "One layer's `(k_cache, v_cache)`, each `[num_blocks, block_size, num_kv_heads, head_dim]` of `fill`"
     for name, value in dict(num_blocks=num_blocks, block_size=block_size, num_kv_heads=num_kv_heads,
-                            head_dim=head_dim).items():
-        check_positive(name, value)
+                            head_dim=head_dim).items(): check_positive(name, value)
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ValueError(f"dtype must be a floating-point torch dtype, got {dtype!r}")
     shape = (num_blocks, block_size, num_kv_heads, head_dim)
     return (torch.full(shape, fill, dtype=dtype, device=device),
             torch.full(shape, fill, dtype=dtype, device=device))
 
-# %% ../../nbs/03_paged_attention.ipynb #85a4c7be
+# %% ../../nbs/03_paged_attention.ipynb #38010c8c
 INDEX_DTYPES = (torch.int32, torch.int64)
 
-def slots_for(block_table: torch.Tensor, positions, block_size: int) -> torch.Tensor:
-    """Physical slots `block_table[p // B] * B + p % B` (int64) of logical `positions`: a row and 1-D
-    positions, or a table and a row of positions per sequence"""
-    B = check_positive('block_size', block_size)
+def _index_tensors(block_table, positions) -> tuple[torch.Tensor, torch.Tensor]:
+    "`block_table` (1-D or 2-D) and `positions` (as many dimensions) as integer tensors on one device"
     table = torch.as_tensor(block_table)
     positions = torch.as_tensor(positions, device=table.device)
     if table.dtype not in INDEX_DTYPES or table.dim() not in (1, 2):
@@ -45,13 +41,18 @@ def slots_for(block_table: torch.Tensor, positions, block_size: int) -> torch.Te
     if positions.dtype not in INDEX_DTYPES or positions.dim() != table.dim():
         raise ValueError("positions must be an integer tensor with as many dimensions as block_table "
                          f"({table.dim()}), got {positions.dim()}-D {positions.dtype}")
+    return table, positions
+
+# %% ../../nbs/03_paged_attention.ipynb #85a4c7be
+def slots_for(block_table: torch.Tensor, positions, block_size: int) -> torch.Tensor:
+    """Physical slots `block_table[p // B] * B + p % B` (int64) of logical `positions`: a row and 1-D
+    positions, or a table and a row of positions per sequence"""
+    B = check_positive('block_size', block_size)
+    table, positions = _index_tensors(block_table, positions)
     capacity = table.shape[-1] * B
     if positions.numel() and (int(positions.min()) < 0 or int(positions.max()) >= capacity):
-        raise ValueError(
-            f"positions must lie in [0, {capacity}) for a block table of {table.shape[-1]} blocks of {B} "
-            "slots, "
-            f"got {int(positions.min())}..{int(positions.max())}"
-        )
+        raise ValueError(f"positions must lie in [0, {capacity}) for a block table of {table.shape[-1]} "
+                         f"blocks of {B} slots, got {int(positions.min())}..{int(positions.max())}")
     positions = positions.long()
     return torch.gather(table.long(), -1, positions // B) * B + positions % B
 
@@ -60,46 +61,53 @@ def make_block_tables(rows, width: int | None = None, pad: int = 0, device='cpu'
     "An `int32 [num_seqs, width]` block table from lists of physical block ids, padded with `pad`"
     rows = [list(map(int, r)) for r in rows]
     if not rows: raise ValueError("rows must hold at least one sequence's block ids")
-    width = max(map(len, rows)) if width is None else width
-    if width < max(map(len, rows)): raise ValueError(f"width {width} is shorter than the longest row "
-                                                     f"({max(map(len, rows))} blocks)")
+    longest = max(map(len, rows))
+    width = longest if width is None else width
+    if width < longest: raise ValueError(f"width {width} is shorter than the longest row ({longest} blocks)")
     return torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=torch.int32, device=device)
+
+# %% ../../nbs/03_paged_attention.ipynb #9789b900
+def _check_cache_tensor(name: str, c) -> None:
+    "One cache: a contiguous 4-D floating-point tensor"
+    if not isinstance(c, torch.Tensor) or c.dim() != 4:
+        raise ValueError(f"{name} must be a 4-D tensor [num_blocks, block_size, num_kv_heads, head_dim], "
+                         f"got {getattr(c, 'shape', type(c))}")
+    if not c.dtype.is_floating_point:
+        raise ValueError(f"{name} must be a floating-point tensor, got {c.dtype}")
+    if not c.is_contiguous():
+        raise ValueError(f"{name} must be contiguous (slots are rows of its flattened view)")
 
 # %% ../../nbs/03_paged_attention.ipynb #28338836
 def check_kv_cache(k_cache: torch.Tensor, v_cache: torch.Tensor) -> tuple[int, int, int, int]:
     """Check that the caches are matching contiguous `[num_blocks, block_size, num_kv_heads, head_dim]` float
     tensors; return that shape"""
-    for name, c in (('k_cache', k_cache), ('v_cache', v_cache)):
-        if not isinstance(c, torch.Tensor) or c.dim() != 4:
-            raise ValueError(f"{name} must be a 4-D tensor [num_blocks, block_size, num_kv_heads, head_dim], "
-                             f"got {getattr(c, 'shape', type(c))}")
-        if not c.dtype.is_floating_point: raise ValueError(f"{name} must be a floating-point tensor, got "
-                                                           f"{c.dtype}")
-        if not c.is_contiguous(): raise ValueError(f"{name} must be contiguous (slots are rows of its "
-                                                   "flattened view)")
-    if v_cache.shape != k_cache.shape: raise ValueError(f"v_cache shape {list(v_cache.shape)} does not match "
-                                                        f"k_cache shape {list(k_cache.shape)}")
-    if v_cache.dtype != k_cache.dtype: raise ValueError(f"v_cache dtype {v_cache.dtype} does not match "
-                                                        f"k_cache dtype {k_cache.dtype}")
-    if v_cache.device != k_cache.device: raise ValueError(f"v_cache is on {v_cache.device} but k_cache is on "
-                                                          f"{k_cache.device}")
+    for name, c in (('k_cache', k_cache), ('v_cache', v_cache)): _check_cache_tensor(name, c)
+    if v_cache.shape != k_cache.shape:
+        raise ValueError(f"v_cache shape {list(v_cache.shape)} does not match k_cache shape "
+                         f"{list(k_cache.shape)}")
+    if v_cache.dtype != k_cache.dtype:
+        raise ValueError(f"v_cache dtype {v_cache.dtype} does not match k_cache dtype {k_cache.dtype}")
+    if v_cache.device != k_cache.device:
+        raise ValueError(f"v_cache is on {v_cache.device} but k_cache is on {k_cache.device}")
     return tuple(k_cache.shape)
+
+# %% ../../nbs/03_paged_attention.ipynb #aab3dabf
+def _slot_tensor(slot_mapping, num_tokens: int, device) -> torch.Tensor:
+    "A slot mapping's form: a 1-D integer tensor on the cache's device, one entry per token; as int64"
+    if (not isinstance(slot_mapping, torch.Tensor) or slot_mapping.dtype not in INDEX_DTYPES
+            or slot_mapping.dim() != 1):
+        raise ValueError("slot_mapping must be a 1-D int64 (or int32) tensor, got "
+                         f"{getattr(slot_mapping, 'shape', type(slot_mapping))}")
+    if slot_mapping.device != device:
+        raise ValueError(f"slot_mapping is on {slot_mapping.device} but the cache is on {device}")
+    if slot_mapping.numel() != num_tokens:
+        raise ValueError(f"slot_mapping has {slot_mapping.numel()} entries for {num_tokens} tokens")
+    return slot_mapping.long()
 
 # %% ../../nbs/03_paged_attention.ipynb #ee1d373e
 def check_slot_mapping(slot_mapping: torch.Tensor, num_tokens: int, num_slots: int, device) -> torch.Tensor:
     "Check a slot mapping (one slot in [0, num_slots) or -1 per token, no slot twice); return it as int64"
-    if (
-        not isinstance(slot_mapping, torch.Tensor)
-        or slot_mapping.dtype not in INDEX_DTYPES
-        or slot_mapping.dim() != 1
-    ):
-        raise ValueError("slot_mapping must be a 1-D int64 (or int32) tensor, got "
-                         f"{getattr(slot_mapping, 'shape', type(slot_mapping))}")
-    if slot_mapping.device != device: raise ValueError(f"slot_mapping is on {slot_mapping.device} but the "
-                                                       f"cache is on {device}")
-    if slot_mapping.numel() != num_tokens: raise ValueError(f"slot_mapping has {slot_mapping.numel()} "
-                                                            f"entries for {num_tokens} tokens")
-    slots = slot_mapping.long()
+    slots = _slot_tensor(slot_mapping, num_tokens, device)
     if slots.numel() and (int(slots.min()) < -1 or int(slots.max()) >= num_slots):
         raise ValueError(f"slot_mapping entries must be -1 (skip) or slots in [0, {num_slots}), got "
                          f"{int(slots.min())}..{int(slots.max())}")
@@ -108,25 +116,30 @@ def check_slot_mapping(slot_mapping: torch.Tensor, num_tokens: int, num_slots: i
     if twice.numel(): raise ValueError(f"slot_mapping writes slot {int(twice[0])} more than once")
     return slots
 
+# %% ../../nbs/03_paged_attention.ipynb #c455d99b
+def _check_new_kv(k, v, k_cache: torch.Tensor) -> None:
+    "New tokens' `k, v [num_tokens, num_kv_heads, head_dim]` match the cache's heads, dtype and device"
+    H, d = k_cache.shape[2], k_cache.shape[3]
+    for name, x in (('k', k), ('v', v)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or tuple(x.shape[1:]) != (H, d):
+            raise ValueError(f"{name} must have shape [num_tokens, {H}, {d}] to match the cache, got "
+                             f"{list(getattr(x, 'shape', []))}")
+        if x.dtype != k_cache.dtype:
+            raise ValueError(f"{name} dtype {x.dtype} does not match the cache dtype {k_cache.dtype}")
+        if x.device != k_cache.device:
+            raise ValueError(f"{name} is on {x.device} but the cache is on {k_cache.device}")
+    if v.shape != k.shape: raise ValueError(f"v shape {list(v.shape)} does not match k shape {list(k.shape)}")
+
 # %% ../../nbs/03_paged_attention.ipynb #807d591e
 def write_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
              slot_mapping: torch.Tensor, checked: bool = False) -> None:
     """Write new tokens' `k, v [num_tokens, num_kv_heads, head_dim]` into the cache slots `slot_mapping`
     names, in place (-1: skip); `checked`: its `check_slot_mapping` already ran"""
     num_blocks, block_size, H, d = check_kv_cache(k_cache, v_cache)
-    for name, x in (('k', k), ('v', v)):
-        if not isinstance(x, torch.Tensor) or x.dim() != 3 or tuple(x.shape[1:]) != (H, d):
-            raise ValueError(f"{name} must have shape [num_tokens, {H}, {d}] to match the cache, got "
-                             f"{list(getattr(x, 'shape', []))}")
-        if x.dtype != k_cache.dtype: raise ValueError(f"{name} dtype {x.dtype} does not match the cache "
-                                                      f"dtype {k_cache.dtype}")
-        if x.device != k_cache.device: raise ValueError(f"{name} is on {x.device} but the cache is on "
-                                                        f"{k_cache.device}")
-    if v.shape != k.shape: raise ValueError(f"v shape {list(v.shape)} does not match k shape {list(k.shape)}")
+    _check_new_kv(k, v, k_cache)
     slots = slot_mapping if checked else check_slot_mapping(slot_mapping, k.shape[0], num_blocks * block_size,
                                                             k_cache.device)
     keep = slots >= 0
-    # copy only when there is padding to drop
     if not bool(keep.all()): slots, k, v = slots[keep], k[keep], v[keep]
     k_cache.view(-1, H, d).index_copy_(0, slots, k)
     v_cache.view(-1, H, d).index_copy_(0, slots, v)
@@ -138,21 +151,18 @@ def gather_kv(
     """One sequence's keys and values `[length, num_kv_heads, head_dim]` in logical order, read through its
     block table row"""
     num_blocks, block_size, H, d = check_kv_cache(k_cache, v_cache)
-    slots = slots_for(block_table_row, torch.arange(check_positive('length', length), device=k_cache.device),
-                      block_size)
+    positions = torch.arange(check_positive('length', length), device=k_cache.device)
+    slots = slots_for(block_table_row, positions, block_size)
     if int(slots.min()) < 0 or int(slots.max()) >= num_blocks * block_size:
         raise ValueError(f"block_table_row names a block outside [0, {num_blocks}) within the first {length} "
                          "positions")
     return k_cache.view(-1, H, d)[slots], v_cache.view(-1, H, d)[slots]
 
-# %% ../../nbs/03_paged_attention.ipynb #4a7dfe48
-def _check_table_and_lens(block_tables, context_lens) -> torch.Tensor:
-    "The table is a non-empty 2-D integer tensor and `context_lens` one integer per row, on its device"
-    if (
-        not isinstance(block_tables, torch.Tensor)
-        or block_tables.dim() != 2
-        or block_tables.dtype not in INDEX_DTYPES
-    ):
+# %% ../../nbs/03_paged_attention.ipynb #b10d7e06
+def _check_table(block_tables) -> tuple[int, int]:
+    "The table is a non-empty 2-D integer tensor: return `(num_seqs, width)`"
+    if (not isinstance(block_tables, torch.Tensor) or block_tables.dim() != 2
+            or block_tables.dtype not in INDEX_DTYPES):
         shape = list(getattr(block_tables, 'shape', []))
         raise ValueError("block_tables must be a 2-D int32 (or int64) tensor [num_seqs, max_blocks_per_seq], "
                          f"got {getattr(block_tables, 'dtype', type(block_tables))} of shape {shape}")
@@ -160,6 +170,12 @@ def _check_table_and_lens(block_tables, context_lens) -> torch.Tensor:
     if num_seqs < 1 or width < 1:
         raise ValueError("block_tables must have at least one row and one column, got shape "
                          f"{[num_seqs, width]}")
+    return num_seqs, width
+
+# %% ../../nbs/03_paged_attention.ipynb #4a7dfe48
+def _check_table_and_lens(block_tables, context_lens) -> torch.Tensor:
+    "The table is a non-empty 2-D integer tensor and `context_lens` one integer per row, on its device"
+    num_seqs, _ = _check_table(block_tables)
     if isinstance(context_lens, torch.Tensor) and context_lens.device != block_tables.device:
         raise ValueError(f"context_lens is on {context_lens.device} but block_tables is on "
                          f"{block_tables.device}")
@@ -169,51 +185,90 @@ def _check_table_and_lens(block_tables, context_lens) -> torch.Tensor:
                          f"got {lens.dtype} of shape {list(lens.shape)}")
     return lens.long()
 
+# %% ../../nbs/03_paged_attention.ipynb #809cd71b
+def _check_lens_fit(lens: torch.Tensor, num_blocks: int, block_size: int, width: int) -> torch.Tensor:
+    "Each length at least 1, within the cache and within its table row; return the blocks each uses"
+    def first(bad): return int(bad.nonzero()[0, 0])
+    if bool((bad := lens < 1).any()):
+        raise ValueError(f"context_lens[{first(bad)}] = {int(lens[first(bad)])} must be at least 1")
+    if bool((bad := lens > num_blocks * block_size).any()):
+        raise ValueError(f"context_lens[{first(bad)}] = {int(lens[first(bad)])} exceeds the cache's "
+                         f"{num_blocks * block_size} slots")
+    used = (lens + block_size - 1) // block_size
+    if bool((bad := used > width).any()):
+        i = first(bad)
+        raise ValueError(f"context_lens[{i}] = {int(lens[i])} needs {int(used[i])} blocks "
+                         f"but block_tables has {width} columns")
+    return used
+
+# %% ../../nbs/03_paged_attention.ipynb #c84d6448
+def _check_used_ids(block_tables: torch.Tensor, used: torch.Tensor, num_blocks: int) -> None:
+    "Every block id in a row's first `used` columns names a block of the cache (the padding is not looked at)"
+    in_use = torch.arange(block_tables.shape[1], device=used.device)[None, :] < used[:, None]
+    bad = in_use & ((block_tables < 0) | (block_tables >= num_blocks))
+    if bool(bad.any()):
+        i, j = (int(x) for x in bad.nonzero()[0])
+        raise ValueError(f"block_tables[{i}, {j}] = {int(block_tables[i, j])} is not a block id in [0, "
+                         f"{num_blocks})")
+
 # %% ../../nbs/03_paged_attention.ipynb #58cb41ab
 def check_block_tables(
     block_tables: torch.Tensor, context_lens, num_blocks: int, block_size: int
 ) -> torch.Tensor:
     """Check block tables against context lengths and the cache; return the lengths as int64 on the tables'
     device"""
-    lens, width = _check_table_and_lens(block_tables, context_lens), block_tables.shape[1]
-    def first(bad): return int(bad.nonzero()[0, 0])
-    if bool((bad := lens < 1).any()):
-        raise ValueError(f"context_lens[{first(bad)}] = {int(lens[first(bad)])} must be at least 1")
-    if bool((bad := lens > num_blocks * block_size).any()):
-        i = first(bad)
-        raise ValueError(f"context_lens[{i}] = {int(lens[i])} exceeds the cache's {num_blocks * block_size} "
-                         "slots")
-    used = (lens + block_size - 1) // block_size
-    if bool((bad := used > width).any()):
-        i = first(bad)
-        raise ValueError(f"context_lens[{i}] = {int(lens[i])} needs {int(used[i])} blocks "
-                         f"but block_tables has {width} columns")
-    in_use = torch.arange(width, device=lens.device)[None, :] < used[:, None]
-    bad = in_use & ((block_tables < 0) | (block_tables >= num_blocks))
-    if bool(bad.any()):
-        i, j = (int(x) for x in bad.nonzero()[0])
-        raise ValueError(f"block_tables[{i}, {j}] = {int(block_tables[i, j])} is not a block id in [0, "
-                         f"{num_blocks})")
+    lens = _check_table_and_lens(block_tables, context_lens)
+    used = _check_lens_fit(lens, num_blocks, block_size, block_tables.shape[1])
+    _check_used_ids(block_tables, used, num_blocks)
     return lens
+
+# %% ../../nbs/03_paged_attention.ipynb #74bbd4f9
+def _check_q(q, k_cache: torch.Tensor) -> None:
+    "`q` is a 3-D tensor `[num_tokens, num_q_heads, head_dim]` in the cache's dtype, on its device"
+    if not isinstance(q, torch.Tensor) or q.dim() != 3:
+        raise ValueError("q must be a 3-D tensor [num_tokens, num_q_heads, head_dim], got "
+                         f"{getattr(q, 'shape', type(q))}")
+    if q.dtype != k_cache.dtype:
+        raise ValueError(f"q dtype {q.dtype} does not match the cache dtype {k_cache.dtype}")
+    if q.device != k_cache.device:
+        raise ValueError(f"q is on {q.device} but the cache is on {k_cache.device}")
 
 # %% ../../nbs/03_paged_attention.ipynb #99ce21c5
 def check_query(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor) -> tuple[int, int, int, int]:
     """Check the caches and `q [num_tokens, num_q_heads, head_dim]` against them (shapes, dtypes, devices
     only); return the cache shape"""
     num_blocks, block_size, num_kv_heads, head_dim = check_kv_cache(k_cache, v_cache)
-    if not isinstance(q, torch.Tensor) or q.dim() != 3:
-        raise ValueError("q must be a 3-D tensor [num_tokens, num_q_heads, head_dim], got "
-                         f"{getattr(q, 'shape', type(q))}")
-    if q.dtype != k_cache.dtype: raise ValueError(f"q dtype {q.dtype} does not match the cache dtype "
-                                                  f"{k_cache.dtype}")
-    if q.device != k_cache.device:
-        raise ValueError(f"q is on {q.device} but the cache is on {k_cache.device}")
-    if q.shape[2] != head_dim: raise ValueError(f"q head_dim {q.shape[2]} does not match the cache head_dim "
-                                                f"{head_dim}")
+    _check_q(q, k_cache)
+    if q.shape[2] != head_dim:
+        raise ValueError(f"q head_dim {q.shape[2]} does not match the cache head_dim {head_dim}")
     if q.shape[1] % num_kv_heads:
         raise ValueError(f"num_q_heads (q.shape[1] = {q.shape[1]}) must be a multiple of num_kv_heads "
                          f"({num_kv_heads})")
     return num_blocks, block_size, num_kv_heads, head_dim
+
+# %% ../../nbs/03_paged_attention.ipynb #31cd80b0
+def _cu_tensor(cu_seqlens_q, num_seqs: int, device) -> torch.Tensor:
+    "`cu_seqlens_q`'s form: a 1-D integer tensor of `num_seqs + 1` entries on `q`'s device; as int64"
+    if (not isinstance(cu_seqlens_q, torch.Tensor) or cu_seqlens_q.dtype not in INDEX_DTYPES
+            or cu_seqlens_q.shape != (num_seqs + 1,)):
+        raise ValueError(f"cu_seqlens_q must be a 1-D int32/int64 tensor of num_seqs + 1 = {num_seqs + 1} "
+                         f"entries, got {getattr(cu_seqlens_q, 'shape', type(cu_seqlens_q))}")
+    if cu_seqlens_q.device != device:
+        raise ValueError(f"cu_seqlens_q is on {cu_seqlens_q.device} but q is on {device}")
+    return cu_seqlens_q.long()
+
+# %% ../../nbs/03_paged_attention.ipynb #0a2cc76a
+def _new_tokens(cu_seqlens_q, num_seqs: int, num_tokens: int | None, device) -> torch.Tensor:
+    "New tokens per sequence from `cu_seqlens_q` (`num_seqs + 1` entries from 0 to `num_tokens`, increasing)"
+    cu = _cu_tensor(cu_seqlens_q, num_seqs, device)
+    if int(cu[0]) != 0 or (num_tokens is not None and int(cu[-1]) != num_tokens):
+        raise ValueError(f"cu_seqlens_q must start at 0 and end at the number of query tokens {num_tokens}, "
+                         f"got {int(cu[0])}..{int(cu[-1])}")
+    q_lens = cu[1:] - cu[:-1]
+    if bool((q_lens < 1).any()):
+        raise ValueError("cu_seqlens_q must increase strictly (every sequence has a new token), got "
+                         f"{cu.tolist()}")
+    return q_lens
 
 # %% ../../nbs/03_paged_attention.ipynb #c4175c6f
 def check_query_lens(
@@ -227,28 +282,14 @@ def check_query_lens(
             raise ValueError(f"q has {num_tokens} rows but block_tables has {num_seqs}: decode takes one "
                              "query per sequence")
         return torch.ones_like(lens)
-    if (
-        not isinstance(cu_seqlens_q, torch.Tensor)
-        or cu_seqlens_q.dtype not in INDEX_DTYPES
-        or cu_seqlens_q.shape != (num_seqs + 1,)
-    ):
-        raise ValueError(f"cu_seqlens_q must be a 1-D int32/int64 tensor of num_seqs + 1 = {num_seqs + 1} "
-                         f"entries, got {getattr(cu_seqlens_q, 'shape', type(cu_seqlens_q))}")
-    if cu_seqlens_q.device != device: raise ValueError(f"cu_seqlens_q is on {cu_seqlens_q.device} but q is "
-                                                       f"on {device}")
-    cu = cu_seqlens_q.long()
-    if int(cu[0]) != 0 or (num_tokens is not None and int(cu[-1]) != num_tokens):
-        raise ValueError(f"cu_seqlens_q must start at 0 and end at the number of query tokens {num_tokens}, "
-                         f"got {int(cu[0])}..{int(cu[-1])}")
-    q_lens = cu[1:] - cu[:-1]
-    if bool((q_lens < 1).any()): raise ValueError("cu_seqlens_q must increase strictly (every sequence has "
-                                                  f"a new token), got {cu.tolist()}")
+    q_lens = _new_tokens(cu_seqlens_q, num_seqs, num_tokens, device)
     if bool((bad := q_lens > lens).any()):
         i = int(bad.nonzero()[0, 0])
         raise ValueError(f"sequence {i} has {int(q_lens[i])} new tokens but context_lens[{i}] = "
                          f"{int(lens[i])}: a context length counts the new tokens too")
     return q_lens
 
+# %% ../../nbs/03_paged_attention.ipynb #6ebe1893
 def check_scale(scale, head_dim: int) -> float:
     "The softmax scale: `1/sqrt(head_dim)` by default, else a positive finite number"
     if scale is None: return 1 / math.sqrt(head_dim)

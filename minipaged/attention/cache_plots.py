@@ -19,10 +19,38 @@ def layout_rows(block_tables: torch.Tensor, context_lens, block_size: int, names
     for i, n in enumerate(context_lens):
         for p, s in enumerate(slots_for(block_tables[i], torch.arange(int(n)), block_size).tolist()):
             held.setdefault(s, []).append(f"{names[i]}{p}")
-    return [
-        dict(slot=s, block=s // block_size, offset=s % block_size, holds='/'.join(held[s]))
-        for s in sorted(held)
-    ]
+    return [dict(slot=s, block=s // block_size, offset=s % block_size, holds='/'.join(held[s]))
+            for s in sorted(held)]
+
+# %% ../../nbs/03_paged_attention.ipynb #df22bb44
+def _draw_logical(ax, block_tables: torch.Tensor, context_lens, block_size: int, names, colour) -> None:
+    "Left panel: each sequence's positions in order, coloured by the physical block that holds them"
+    import matplotlib.pyplot as plt
+    for i, n in enumerate(context_lens):
+        for p in range(int(n)):
+            blk = int(block_tables[i, p // block_size])
+            ax.add_patch(plt.Rectangle((p, -i), 0.95, 0.9, color=colour(blk), alpha=.55))
+            ax.text(p + .47, -i + .45, f"{names[i]}{p}", ha='center', va='center', fontsize=8)
+            if p % block_size == 0: ax.text(p + .05, -i + .97, f"block {blk}", fontsize=7, va='bottom')
+    ax.set(xlim=(0, max(context_lens)), ylim=(-len(context_lens) + 1, 1.2),
+           yticks=[-i + .45 for i in range(len(context_lens))], yticklabels=[f"seq {x}" for x in names],
+           xlabel='logical position', title='Logical view (colour = physical block)')
+
+# %% ../../nbs/03_paged_attention.ipynb #2159cae3
+def _draw_physical(ax, rows: list[dict], block_size: int, num_blocks: int, colour) -> None:
+    "Right panel: the physical blocks, each slot labelled by the tokens in it (`layout_rows`), grey if none"
+    import matplotlib.pyplot as plt
+    by_slot = {r['slot']: r['holds'] for r in rows}
+    for blk in range(num_blocks):
+        for off in range(block_size):
+            s = blk * block_size + off
+            fill = colour(blk) if s in by_slot else '0.85'
+            ax.add_patch(plt.Rectangle((off, -blk), 0.95, 0.9, color=fill, alpha=.55))
+            ax.text(off + .47, -blk + .45, by_slot.get(s, '—'), ha='center', va='center', fontsize=7)
+    ax.set(xlim=(0, block_size), ylim=(-num_blocks + 1, 1), yticks=[-k + .45 for k in range(num_blocks)],
+           yticklabels=[f"block {k}" for k in range(num_blocks)], xticks=[o + .47 for o in range(block_size)],
+           xticklabels=range(block_size), xlabel='offset in block',
+           title='Physical KV cache (grey = never written)')
 
 # %% ../../nbs/03_paged_attention.ipynb #fff8c6d6
 def plot_layout(block_tables: torch.Tensor, context_lens, block_size: int, num_blocks: int, names=None):
@@ -32,28 +60,7 @@ def plot_layout(block_tables: torch.Tensor, context_lens, block_size: int, num_b
     rows, colour = layout_rows(block_tables, context_lens, block_size, names), plt.get_cmap('tab10')
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6),
                                gridspec_kw=dict(width_ratios=[max(context_lens), 1.6 * block_size]))
-    for i, n in enumerate(context_lens):
-        for p in range(int(n)):
-            blk = int(block_tables[i, p // block_size])
-            a.add_patch(plt.Rectangle((p, -i), 0.95, 0.9, color=colour(blk), alpha=.55))
-            a.text(p + .47, -i + .45, f"{names[i]}{p}", ha='center', va='center', fontsize=8)
-            if p % block_size == 0: a.text(p + .05, -i + .97, f"block {blk}", fontsize=7, va='bottom')
-    a.set(xlim=(0, max(context_lens)), ylim=(-len(context_lens) + 1, 1.2),
-          yticks=[-i + .45 for i in range(len(context_lens))], yticklabels=[f"seq {x}" for x in names],
-          xlabel='logical position', title='Logical view (colour = physical block)')
-    by_slot = {r['slot']: r['holds'] for r in rows}
-    for blk in range(num_blocks):
-        for off in range(block_size):
-            s = blk * block_size + off
-            b.add_patch(
-                plt.Rectangle(
-                    (off, -blk), 0.95, 0.9, color=colour(blk) if s in by_slot else '0.85', alpha=0.55
-                )
-            )
-            b.text(off + .47, -blk + .45, by_slot.get(s, '—'), ha='center', va='center', fontsize=7)
-    b.set(xlim=(0, block_size), ylim=(-num_blocks + 1, 1), yticks=[-k + .45 for k in range(num_blocks)],
-          yticklabels=[f"block {k}" for k in range(num_blocks)], xticks=[o + .47 for o in range(block_size)],
-          xticklabels=range(block_size), xlabel='offset in block',
-          title='Physical KV cache (grey = never written)')
+    _draw_logical(a, block_tables, context_lens, block_size, names, colour)
+    _draw_physical(b, rows, block_size, num_blocks, colour)
     fig.tight_layout()
     return fig, rows

@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
-from ..utils import cdiv, check_positive
+from ..utils import cdiv, check_positive, patch_to
 from .cache import (check_block_tables, check_kv_cache, check_query, check_query_lens,
                                        check_scale)
-from .reference import query_layout
+from .reference import causal_allowed, query_layout
 
 # %% auto #0
-__all__ = ['BUCKETS', 'context_blocks', 'padding_rows', 'PageWorkspace', 'gather_pages', 'length_buckets', 'PageBucket',
-           'PagePlan', 'plan_pages', 'sdpa_paged_attention', 'sdpa_decode_attention', 'sdpa_prefill_attention',
-           'largest_bucket', 'gather_rows_bound', 'largest_group']
+__all__ = ['BUCKETS', 'context_blocks', 'padding_rows', 'gather_pages', 'length_buckets', 'PageBucket', 'PagePlan', 'plan_pages',
+           'PageWorkspace', 'sdpa_paged_attention', 'sdpa_decode_attention', 'sdpa_prefill_attention', 'largest_bucket',
+           'largest_group', 'gather_rows_bound']
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #62b09a86
 def context_blocks(block_tables: torch.Tensor, context_lens: torch.Tensor, block_size: int) -> torch.Tensor:
@@ -26,43 +26,18 @@ def context_blocks(block_tables: torch.Tensor, context_lens: torch.Tensor, block
     cols = torch.arange(int(used.max()), device=context_lens.device)
     return torch.gather(block_tables.long(), 1, torch.minimum(cols[None, :], (used - 1)[:, None]))
 
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #d9d1a109
 def padding_rows(context_lens: torch.Tensor, length: int) -> torch.Tensor:
     "Rows `s · length + p` of the positions `p ≥ context_lens[s]` in a `[num_seqs, length]` layout"
-    return (
-        (torch.arange(length, device=context_lens.device)[None, :] >= context_lens[:, None])
-        .view(-1)
-        .nonzero()
-        .view(-1)
-    )
-
-class PageWorkspace:
-    """Buffers that gathered pages reuse from call to call: grown to the largest gather seen (never past
-    `max_rows` when that suffices) and kept; serves one model run at a time"""
-    def __init__(self, max_rows: int | None = None): self.k = self.v = None; self.max_rows = max_rows
-    def buffers(self, rows: int, cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        "Two `[rows, Hkv, d]` buffers in `cache`'s dtype and device (contents undefined)"
-        shape = (cache.shape[2], cache.shape[3])
-        if (
-            self.k is None
-            or self.k.shape[0] < rows
-            or self.k.shape[1:] != shape
-            or self.k.dtype != cache.dtype
-            or self.k.device != cache.device
-        ):
-            # grow by half again: a few growths, then none
-            n = max(rows, self.k.shape[0] * 3 // 2 if self.k is not None else 0)
-            # but not past the budgeted size
-            if self.max_rows is not None: n = max(rows, min(n, self.max_rows))
-            self.k, self.v = cache.new_empty(n, *shape), cache.new_empty(n, *shape)
-        return self.k[:rows], self.v[:rows]
+    past = torch.arange(length, device=context_lens.device)[None, :] >= context_lens[:, None]
+    return past.view(-1).nonzero().view(-1)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #1a9212e1
 def gather_pages(k_cache: torch.Tensor, v_cache: torch.Tensor, blocks: torch.Tensor, padding: torch.Tensor,
                  workspace: PageWorkspace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Keys and values of whole pages `blocks [num_seqs, pages]`, each `[num_seqs, pages · B, Hkv, d]`, the
     `padding` rows zeroed"""
-    S, W = blocks.shape
-    _, B, H, d = k_cache.shape
+    (S, W), (_, B, H, d) = blocks.shape, k_cache.shape
     if workspace is None:
         k, v = k_cache.index_select(0, blocks.reshape(-1)), v_cache.index_select(0, blocks.reshape(-1))
     else:
@@ -70,8 +45,7 @@ def gather_pages(k_cache: torch.Tensor, v_cache: torch.Tensor, blocks: torch.Ten
         torch.index_select(k_cache, 0, blocks.reshape(-1), out=k)
         torch.index_select(v_cache, 0, blocks.reshape(-1), out=v)
     k, v = k.view(S * W * B, H, d), v.view(S * W * B, H, d)
-    # touches only the padding rows
-    if padding.numel(): k.index_fill_(0, padding, 0); v.index_fill_(0, padding, 0)
+    if padding.numel(): k.index_fill_(0, padding, 0); v.index_fill_(0, padding, 0)     # only the padding rows
     return k.view(S, W * B, H, d), v.view(S, W * B, H, d)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #34950326
@@ -82,11 +56,8 @@ def length_buckets(lens: torch.Tensor, max_buckets: int = 4, min_size: int = 8) 
     """Indices of the sequences in at most `max_buckets` groups of equal count (at least `min_size`), sorted
     by length"""
     k = max(1, min(max_buckets, lens.numel() // min_size))
-    return (
-        [torch.arange(lens.numel(), device=lens.device)]
-        if k == 1
-        else list(torch.tensor_split(torch.argsort(lens, stable=True), k))
-    )
+    if k == 1: return [torch.arange(lens.numel(), device=lens.device)]
+    return list(torch.tensor_split(torch.argsort(lens, stable=True), k))
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #66674c83
 @dataclass
@@ -97,11 +68,10 @@ class PageBucket:
     col: torch.Tensor | None      # each row's index among its sequence's new tokens (decode: None)
     max_q: int
     blocks: torch.Tensor          # [num_seqs, pages] block ids
-    # rows past each length in the gathered pages, to zero (none with clean pages)
-    padding: torch.Tensor
-    # [num_seqs, 1, max_q, pages · B] additive mask (0 or -inf); None: fresh prompts, plain causal
-    allowed: torch.Tensor | None
+    padding: torch.Tensor         # rows past each length in the gathered pages, to zero (clean pages: none)
+    allowed: torch.Tensor | None  # [num_seqs, 1, max_q, pages · B] additive mask (0, -inf); None: causal
 
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #f2822b74
 @dataclass
 class PagePlan:
     """Index work of a whole-page attention call that depends only on tables and lengths: made once per step,
@@ -113,28 +83,29 @@ class PagePlan:
     buckets: list[PageBucket]
     workspace: PageWorkspace | None = None     # where the gathers go (None: fresh tensors)
 
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #b430d6fc
+def _additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    "A boolean mask as SDPA's additive one, 0 where allowed and -inf elsewhere (made once, not per call)"
+    mask = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+    return mask.masked_fill_(~allowed, float('-inf'))
+
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #43db72f2
 def _plan_bucket(block_tables, lens, q_lens, starts, idx, B: int, acc, one: bool, decode: bool, no_rows):
     "One bucket of a plan: its sequences' whole pages, where its query rows go, and its additive mask"
-    dev = lens.device
     b_lens, b_q = (lens, q_lens) if one else (lens[idx], q_lens[idx])
     blocks = context_blocks(block_tables if one else block_tables[idx], b_lens, B)
-    k_pos = torch.arange(blocks.shape[1] * B, device=dev)
+    k_pos = torch.arange(blocks.shape[1] * B, device=lens.device)
     if decode:                 # one query per sequence, at its last position: rows are the sequences
         seq, col, max_q, rows = None, None, 1, None if one else idx
         allowed = (k_pos[None, :] < b_lens[:, None])[:, None, None, :]
     else:
         seq, col, q_pos = query_layout(b_lens, b_q)
         max_q, rows = q_pos.shape[1], None if one else starts[idx][seq] + col
-        # no cached prefix: row i is position i, causal masking is enough
-        fresh = bool((b_q == b_lens).all())
-        allowed = None if fresh else ((k_pos[None, None, :] <= q_pos[:, :, None])
-                                      & (k_pos[None, None, :] < b_lens[:, None, None]))[:, None]
-    # additive, in the accumulation dtype: SDPA would convert a boolean mask per call
-    if allowed is not None:
-        allowed = torch.zeros(allowed.shape, dtype=acc, device=dev).masked_fill_(~allowed, float('-inf'))
+        fresh = bool((b_q == b_lens).all())          # no cached prefix: row i is position i, causal is enough
+        allowed = None if fresh else causal_allowed(q_pos, b_lens, k_pos.numel())[:, None]
     padding = no_rows if no_rows is not None else padding_rows(b_lens, k_pos.numel())
-    return PageBucket(rows, seq, col, max_q, blocks, padding, allowed)
+    mask = None if allowed is None else _additive(allowed, acc)
+    return PageBucket(rows, seq, col, max_q, blocks, padding, mask)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #c3ceefe2
 def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor,
@@ -148,8 +119,7 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor,
     # decode: fixed cost; prefill: the work
     kind_buckets, kind_min = BUCKETS['decode' if decode else 'prefill']
     max_buckets, min_size = max_buckets or kind_buckets, min_size or kind_min
-    num_blocks, B = check_kv_cache(k_cache, k_cache)[:2]
-    dev = k_cache.device
+    (num_blocks, B), dev = check_kv_cache(k_cache, k_cache)[:2], k_cache.device
     if isinstance(block_tables, torch.Tensor) and block_tables.device != dev:
         raise ValueError(f"block_tables is on {block_tables.device} but the cache is on {dev}")
     lens = check_block_tables(block_tables, context_lens, num_blocks, B)
@@ -158,17 +128,32 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor,
     acc = torch.float64 if k_cache.dtype == torch.float64 else torch.float32   # the dtype attention runs in
     groups = length_buckets(lens, max_buckets, min_size)
     no_rows = torch.empty(0, dtype=torch.long, device=dev) if clean_pages else None
-    buckets = [
-        _plan_bucket(block_tables, lens, q_lens, starts, idx, B, acc, len(groups) == 1, decode, no_rows)
-        for idx in groups
-    ]
+    one = len(groups) == 1
+    buckets = [_plan_bucket(block_tables, lens, q_lens, starts, idx, B, acc, one, decode, no_rows)
+               for idx in groups]
     return PagePlan(int(q_lens.sum()), num_blocks, B, decode, buckets, workspace)
 
-# %% ../../nbs/03b_fast_cpu_attention.ipynb #5add2fd6
-def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan,
-                         scale: float | None = None) -> torch.Tensor:
-    """Attention of the packed queries `q [num_tokens, Hq, d]` over whole pages, as `plan` lays them out, with
-    fused SDPA"""
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #f17a6015
+class PageWorkspace:
+    """Buffers that gathered pages reuse from call to call: grown to the largest gather seen (never past
+    `max_rows` when that suffices) and kept; serves one model run at a time"""
+    def __init__(self, max_rows: int | None = None): self.k = self.v = None; self.max_rows = max_rows
+
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #a6302615
+@patch_to(PageWorkspace)
+def buffers(self, rows: int, cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    "Two `[rows, Hkv, d]` buffers in `cache`'s dtype and device (contents undefined)"
+    shape = (cache.shape[2], cache.shape[3])
+    if (self.k is None or self.k.shape[0] < rows or self.k.shape[1:] != shape or self.k.dtype != cache.dtype
+            or self.k.device != cache.device):
+        n = max(rows, self.k.shape[0] * 3 // 2 if self.k is not None else 0)     # grow by half again
+        if self.max_rows is not None: n = max(rows, min(n, self.max_rows))     # but not past the budget
+        self.k, self.v = cache.new_empty(n, *shape), cache.new_empty(n, *shape)
+    return self.k[:rows], self.v[:rows]
+
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #5efbc66b
+def _check_plan(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan) -> int:
+    "The query against the caches (shapes and dtypes) and the plan against both; return head_dim"
     num_blocks, B, _, head_dim = check_query(q, k_cache, v_cache)
     if (num_blocks, B) != (plan.num_blocks, plan.block_size):
         raise ValueError(f"the cache has {num_blocks} blocks of {B} slots but the plan was made for "
@@ -176,25 +161,36 @@ def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     if q.shape[0] != plan.num_tokens:
         raise ValueError(f"q has {q.shape[0]} rows but the plan has {plan.num_tokens} query tokens"
                          + (": decode takes one query per sequence" if plan.decode else ""))
-    scale, acc = check_scale(scale, head_dim), torch.float64 if q.dtype == torch.float64 else torch.float32
+    return head_dim
+
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #1529ab6f
+def _bucket_grid(q: torch.Tensor, b: PageBucket, decode: bool) -> torch.Tensor:
+    "A bucket's queries as SDPA's `[seqs, Hq, max_q, d]`: decode's one row per sequence, prefill's in a grid"
+    qb = q if b.rows is None else q.index_select(0, b.rows)
+    if decode: return qb[:, :, None]
+    grid = qb.new_zeros(b.blocks.shape[0], b.max_q, *q.shape[1:]); grid[b.seq, b.col] = qb
+    return grid.transpose(1, 2)
+
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #5add2fd6
+def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan,
+                         scale: float | None = None) -> torch.Tensor:
+    """Attention of the packed queries `q [num_tokens, Hq, d]` over whole pages, as `plan` lays them out, with
+    fused SDPA"""
+    scale = check_scale(scale, _check_plan(q, k_cache, v_cache, plan))
+    acc = torch.float64 if q.dtype == torch.float64 else torch.float32
     out = None if plan.buckets[0].rows is None else torch.empty_like(q)
     for b in plan.buckets:
-        qb = q if b.rows is None else q.index_select(0, b.rows)
-        # one query per sequence: no grid to fill
-        if plan.decode: grid = qb[:, :, None]
-        else:
-            grid = qb.new_zeros(b.blocks.shape[0], b.max_q, *q.shape[1:]); grid[b.seq, b.col] = qb
-            grid = grid.transpose(1, 2)
-        k, v = gather_pages(k_cache, v_cache, b.blocks, b.padding, plan.workspace)
-        # [seqs, Hq, max_q, d]
+        grid = _bucket_grid(q, b, plan.decode)
+        k, v = gather_pages(k_cache, v_cache, b.blocks, b.padding, plan.workspace)     # right before its call
         o = F.scaled_dot_product_attention(grid.to(acc), k.transpose(1, 2).to(acc), v.transpose(1, 2).to(acc),
                                            attn_mask=b.allowed, is_causal=b.allowed is None, scale=scale,
-                                           enable_gqa=True)
+                                           enable_gqa=True)                           # [seqs, Hq, max_q, d]
         o = (o[:, :, 0] if plan.decode else o.transpose(1, 2)[b.seq, b.col]).to(q.dtype)
         if out is None: return o
         out.index_copy_(0, b.rows, o)
     return out
 
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #fbee8232
 def sdpa_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                           block_tables: torch.Tensor, context_lens, scale: float | None = None,
                           plan: PagePlan | None = None) -> torch.Tensor:
@@ -216,29 +212,29 @@ def sdpa_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
 def largest_bucket(num_seqs: int, kind: str = 'decode') -> int:
     """The most sequences in one group when `plan_pages` splits `num_seqs` sequences for a `kind` ('decode' or
     'prefill') call"""
-    if kind not in BUCKETS: raise ValueError(f"kind must be one of {', '.join(map(repr, BUCKETS))}, got "
-                                             f"{kind!r}")
+    if kind not in BUCKETS:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, BUCKETS))}, got {kind!r}")
     max_buckets, min_size = BUCKETS[kind]
     return cdiv(num_seqs, max(1, min(max_buckets, num_seqs // min_size)))
 
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #8b7797cd
+def largest_group(max_num_seqs: int, kind: str = 'decode') -> int:
+    """`max(largest_bucket(n, kind) for n in 1..max_num_seqs)`, from the few `n` where it can peak:
+    O(buckets), not O(max_num_seqs)"""
+    max_buckets, min_size = BUCKETS[kind]
+    # with k groups (n in [k*min_size, (k+1)*min_size)) a group holds ceil(n / k): largest at the end of that
+    # range; from max_buckets groups on it only grows with n
+    peaks = [min(max_num_seqs, (k + 1) * min_size - 1) for k in range(max_buckets)] + [max_num_seqs]
+    return max(largest_bucket(n, kind) for n in peaks if n >= 1)
+
+# %% ../../nbs/03b_fast_cpu_attention.ipynb #43802260
 def gather_rows_bound(
     max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int, block_size: int
 ) -> int:
     """The most rows one whole-page gather can take in an engine with these limits: the largest bucket, every
     sequence `max_model_len` long"""
     for k, v in dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                     max_model_len=max_model_len, block_size=block_size).items():
-        check_positive(k, v)
+                     max_model_len=max_model_len, block_size=block_size).items(): check_positive(k, v)
     groups = max(largest_group(max_num_seqs, 'decode'),
                  largest_group(min(max_num_seqs, max_num_batched_tokens), 'prefill'))
     return groups * cdiv(max_model_len, block_size) * block_size
-
-def largest_group(max_num_seqs: int, kind: str = 'decode') -> int:
-    """`max(largest_bucket(n, kind) for n in 1..max_num_seqs)`, from the few `n` where it can peak:
-    O(buckets), not O(max_num_seqs)"""
-    max_buckets, min_size = BUCKETS[kind]
-    # with k groups (n in [k*min_size, (k+1)*min_size)), a group holds ceil(n / k): largest at the end of that
-    # range;
-    # from max_buckets groups on it only grows with n
-    peaks = [min(max_num_seqs, (k + 1) * min_size - 1) for k in range(max_buckets)] + [max_num_seqs]
-    return max(largest_bucket(n, kind) for n in peaks if n >= 1)

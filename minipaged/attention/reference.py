@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['context_slots', 'gather_context', 'masked_attention', 'paged_decode_attention', 'query_layout', 'query_grid', 'paged_prefill_attention', 'reference_attention']
+__all__ = ['context_slots', 'gather_context', 'masked_attention', 'paged_decode_attention', 'query_layout', 'query_grid', 'causal_allowed', 'paged_prefill_attention', 'reference_attention']
 
 # %% ../../nbs/03_paged_attention.ipynb #imp17080
 import torch
@@ -55,27 +55,24 @@ def paged_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
     """Decode: the one new query `q [num_seqs, Hq, d]` of each sequence over its `context_lens[i]` cached
     tokens; returns `[num_seqs, Hq, d]`"""
     lens, _, scale = check_paged_inputs(q, k_cache, v_cache, block_tables, context_lens, None, scale)
-    num_seqs, num_q_heads, head_dim = q.shape
-    num_kv_heads, max_len = k_cache.shape[2], int(lens.max())
+    (num_seqs, num_q_heads, head_dim), num_kv_heads, max_len = q.shape, k_cache.shape[2], int(lens.max())
     k, v = gather_context(k_cache, v_cache, context_slots(block_tables, lens, k_cache.shape[1], max_len))
     allowed = (torch.arange(max_len, device=q.device)[None, :] < lens[:, None])[:, None, :]      # [S, 1, L]
-    out = masked_attention(q.reshape(num_seqs, num_kv_heads, num_q_heads // num_kv_heads, 1, head_dim), k, v,
-                           allowed, scale)
-    return out.reshape(num_seqs, num_q_heads, head_dim).to(q.dtype)
+    q5 = q.reshape(num_seqs, num_kv_heads, num_q_heads // num_kv_heads, 1, head_dim)
+    return masked_attention(q5, k, v, allowed, scale).reshape(num_seqs, num_q_heads, head_dim).to(q.dtype)
 
 # %% ../../nbs/03_paged_attention.ipynb #73737b2e
 def query_layout(lens: torch.Tensor, q_lens: torch.Tensor) -> tuple:
     """Where packed queries go in a `[num_seqs, max_q]` grid: each one's sequence and column, and the grid's
     positions"""
     dev = lens.device
-    # the sequence of each packed token
-    seq = torch.repeat_interleave(torch.arange(lens.numel(), device=dev), q_lens)
-    # its index among that sequence's new tokens
-    col = torch.arange(seq.numel(), device=dev) - (torch.cumsum(q_lens, 0) - q_lens)[seq]
+    seq = torch.repeat_interleave(torch.arange(lens.numel(), device=dev), q_lens)     # each token's sequence
+    col = torch.arange(seq.numel(), device=dev) - (torch.cumsum(q_lens, 0) - q_lens)[seq]   # its index there
     # padded rows run past the end
     positions = (lens - q_lens)[:, None] + torch.arange(int(q_lens.max()), device=dev)[None, :]
     return seq, col, positions
 
+# %% ../../nbs/03_paged_attention.ipynb #100790cf
 def query_grid(q: torch.Tensor, lens: torch.Tensor, q_lens: torch.Tensor) -> tuple:
     """Packed queries `q [num_q_tokens, Hq, d]` as a `[num_seqs, max_q, Hq, d]` grid: returns (seq, col, grid,
     positions `[num_seqs, max_q]`)"""
@@ -83,6 +80,12 @@ def query_grid(q: torch.Tensor, lens: torch.Tensor, q_lens: torch.Tensor) -> tup
     grid = q.new_zeros(lens.numel(), positions.shape[1], *q.shape[1:])
     grid[seq, col] = q
     return seq, col, grid, positions
+
+# %% ../../nbs/03_paged_attention.ipynb #bd411a96
+def causal_allowed(q_pos: torch.Tensor, lens: torch.Tensor, max_len: int) -> torch.Tensor:
+    "`[num_seqs, max_q, max_len]`: key position k is visible from query position p when k ≤ p and k < len"
+    k_pos = torch.arange(max_len, device=lens.device)
+    return (k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < lens[:, None, None])
 
 # %% ../../nbs/03_paged_attention.ipynb #168e354c
 def paged_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
@@ -92,20 +95,14 @@ def paged_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
     cache; returns `[num_q_tokens, Hq, d]`"""
     lens, q_lens, scale = check_paged_inputs(q, k_cache, v_cache, block_tables, context_lens, cu_seqlens_q,
                                              scale)
-    num_tokens, num_q_heads, head_dim = q.shape
-    num_seqs, num_kv_heads, g = lens.numel(), k_cache.shape[2], num_q_heads // k_cache.shape[2]
+    (_, num_q_heads, head_dim), num_seqs, num_kv_heads = q.shape, lens.numel(), k_cache.shape[2]
     seq, col, q_grid, q_pos = query_grid(q, lens, q_lens)
-    max_q, max_len, dev = q_grid.shape[1], int(lens.max()), q.device
-    k_pos = torch.arange(max_len, device=dev)
-    allowed = (k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < lens[:, None, None])
+    max_q, max_len = q_grid.shape[1], int(lens.max())
     k, v = gather_context(k_cache, v_cache, context_slots(block_tables, lens, k_cache.shape[1], max_len))
+    g = num_q_heads // num_kv_heads
     q_heads = q_grid.view(num_seqs, max_q, num_kv_heads, g, head_dim).permute(0, 2, 3, 1, 4)
-    out = (
-        masked_attention(q_heads, k, v, allowed, scale)
-        .permute(0, 3, 1, 2, 4)
-        .reshape(num_seqs, max_q, num_q_heads, head_dim)
-    )
-    return out[seq, col].to(q.dtype)
+    out = masked_attention(q_heads, k, v, causal_allowed(q_pos, lens, max_len), scale)
+    return out.permute(0, 3, 1, 2, 4).reshape(num_seqs, max_q, num_q_heads, head_dim)[seq, col].to(q.dtype)
 
 # %% ../../nbs/03_paged_attention.ipynb #298b681d
 def reference_attention(q: torch.Tensor, keys, values, cu_seqlens_q: torch.Tensor, scale: float | None = None,
@@ -118,9 +115,6 @@ def reference_attention(q: torch.Tensor, keys, values, cu_seqlens_q: torch.Tenso
         n, L, g = qi.shape[1], k.shape[0], q.shape[1] // k.shape[1]
         allowed = torch.arange(L)[None, :] <= (L - n + torch.arange(n))[:, None]
         ki, vi = (x.to(dtype).transpose(0, 1).repeat_interleave(g, dim=0) for x in (k, v))
-        outs.append(
-            F.scaled_dot_product_attention(qi, ki, vi, attn_mask=allowed.to(q.device), scale=scale).transpose(
-                0, 1
-            )
-        )
+        out = F.scaled_dot_product_attention(qi, ki, vi, attn_mask=allowed.to(q.device), scale=scale)
+        outs.append(out.transpose(0, 1))
     return torch.cat(outs)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['DECODE_CASES', 'PREFILL_CASES', 'CASES', 'TOLERANCE', 'QUICK_CASES', 'PagedBatch', 'random_paged_batch', 'AttentionCase', 'around_pages', 'extreme_logit_bound', 'case_batch', 'case_calls', 'contract_error', 'check_output', 'within_tolerance', 'check_case', 'check_refusal', 'check_attention_backend', 'contract_table', 'quick_cases', 'random_cases']
+__all__ = ['DECODE_CASES', 'PREFILL_CASES', 'CASES', 'TOLERANCE', 'QUICK_CASES', 'PagedBatch', 'random_paged_batch', 'AttentionCase', 'around_pages', 'case_batch', 'case_calls', 'extreme_logit_bound', 'contract_error', 'check_output', 'within_tolerance', 'check_case', 'check_refusal', 'check_attention_backend', 'contract_table', 'quick_cases', 'random_cases']
 
 # %% ../../nbs/03_paged_attention.ipynb #imp27159
 import random
@@ -30,6 +30,12 @@ class PagedBatch:
     keys: list
     values: list
 
+# %% ../../nbs/03_paged_attention.ipynb #99a9a360
+def _sharers(lens: list[int], block_size: int, share_first_block: bool = True) -> list[int]:
+    "The sequences whose first page is one shared block: all that fill a page, if two or more do"
+    sharers = [i for i, n in enumerate(lens) if n >= block_size] if share_first_block else []
+    return sharers if len(sharers) >= 2 else []
+
 # %% ../../nbs/03_paged_attention.ipynb #a2d9e7e3
 def _paged_layout(lens: list[int], block_size: int, sharers: list[int], spare_blocks: int, gen):
     "Shuffled physical blocks for each sequence's pages, one block shared by `sharers`; (num_blocks, rows)"
@@ -42,6 +48,21 @@ def _paged_layout(lens: list[int], block_size: int, sharers: list[int], spare_bl
     ]
     return num_blocks, rows
 
+# %% ../../nbs/03_paged_attention.ipynb #08e38334
+def _garbage_tables(rows: list, num_blocks: int) -> torch.Tensor:
+    "The int32 block table of `rows`, each padded by a column or more of garbage: -1 or an id past the cache"
+    width = max(map(len, rows)) + 1
+    pad = lambda i: [-1 if i % 2 else num_blocks + 5] * (width - len(rows[i]))   # never read
+    return torch.tensor([r + pad(i) for i, r in enumerate(rows)], dtype=torch.int32)
+
+# %% ../../nbs/03_paged_attention.ipynb #b9ee3671
+def _write_tokens(k_cache: torch.Tensor, v_cache: torch.Tensor, rows: list, keys: list, values: list) -> None:
+    "Write each sequence's dense keys and values into its pages `rows[i]`, one token at a time"
+    B = k_cache.shape[1]
+    for i, (k, v) in enumerate(zip(keys, values)):
+        for p in range(k.shape[0]):
+            k_cache[rows[i][p // B], p % B], v_cache[rows[i][p // B], p % B] = k[p], v[p]
+
 # %% ../../nbs/03_paged_attention.ipynb #683a62e2
 def random_paged_batch(context_lens, q_lens, block_size: int, num_q_heads: int, num_kv_heads: int,
                        head_dim: int, dtype: torch.dtype = torch.float32, seed: int = 0,
@@ -53,32 +74,21 @@ def random_paged_batch(context_lens, q_lens, block_size: int, num_q_heads: int, 
     if len(lens) != len(q_lens) or any(not 1 <= n <= c for n, c in zip(q_lens, lens)):
         raise ValueError(f"q_lens must pair each context length with 1..context_len new tokens, got {q_lens} "
                          f"for {lens}")
-    sharers = [i for i, n in enumerate(lens) if n >= block_size] if share_first_block else []
-    sharers = sharers if len(sharers) >= 2 else []
+    sharers = _sharers(lens, block_size, share_first_block)
     num_blocks, rows = _paged_layout(lens, block_size, sharers, spare_blocks, gen)
-    width = max(map(len, rows)) + 1                          # at least one padding column in every row
-    pad = lambda i: [-1 if i % 2 else num_blocks + 5] * (width - len(rows[i]))   # garbage, never read
-    tables = torch.tensor([r + pad(i) for i, r in enumerate(rows)], dtype=torch.int32)
     rand = lambda *shape: torch.randn(*shape, generator=gen).to(dtype)
     keys = [rand(n, num_kv_heads, head_dim) for n in lens]
     values = [rand(n, num_kv_heads, head_dim) for n in lens]
-    # a shared page holds the same tokens for every reader
-    for i in sharers[1:]:
-        keys[i][:block_size], values[i][:block_size] = (
-            keys[sharers[0]][:block_size],
-            values[sharers[0]][:block_size],
-        )
+    for i in sharers[1:]:              # a shared page holds the same tokens for every reader
+        keys[i][:block_size] = keys[sharers[0]][:block_size]
+        values[i][:block_size] = values[sharers[0]][:block_size]
     k_cache, v_cache = allocate_kv_cache(num_blocks, block_size, num_kv_heads, head_dim, dtype,
                                          fill=float('nan'))
-    for i, n in enumerate(lens):
-        for p in range(n):
-            k_cache[rows[i][p // block_size], p % block_size] = keys[i][p]
-            v_cache[rows[i][p // block_size], p % block_size] = values[i][p]
-    q = rand(sum(q_lens), num_q_heads, head_dim)
-    cu = torch.tensor([0] + q_lens).cumsum(0).to(torch.int32)
+    _write_tokens(k_cache, v_cache, rows, keys, values)
+    q, cu = rand(sum(q_lens), num_q_heads, head_dim), torch.tensor([0] + q_lens).cumsum(0).to(torch.int32)
     to = lambda x: x.to(device)
-    return PagedBatch(to(q), to(k_cache), to(v_cache), to(tables), to(torch.tensor(lens)), to(cu),
-                      [to(k) for k in keys], [to(v) for v in values])
+    return PagedBatch(to(q), to(k_cache), to(v_cache), to(_garbage_tables(rows, num_blocks)),
+                      to(torch.tensor(lens)), to(cu), [to(k) for k in keys], [to(v) for v in values])
 
 # %% ../../nbs/03_paged_attention.ipynb #ad6609df
 @dataclass(frozen=True)
@@ -101,6 +111,7 @@ class AttentionCase:
     @property
     def gqa(self) -> int: return self.num_q_heads // self.num_kv_heads
 
+# %% ../../nbs/03_paged_attention.ipynb #2a6c1ed0
 def around_pages(B: int, *more: int) -> tuple:
     "Context lengths at and around page boundaries, `1, B-1, B, B+1, 2B`, then `more` (sorted, at least 1)"
     return tuple(sorted({n for n in (1, B - 1, B, B + 1, 2 * B, *more) if n >= 1}))
@@ -157,17 +168,6 @@ TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5,           # |out - ref| 
              torch.float16: 4 * torch.finfo(torch.float16).eps / 2,
              torch.bfloat16: 4 * torch.finfo(torch.bfloat16).eps / 2}
 
-def extreme_logit_bound(batch: PagedBatch, scale: float | None = None) -> float:
-    "Chapter 02's worst-case bound on `max |out - ref|` over each sequence's keys, plus one output rounding"
-    cu, g = batch.cu_seqlens_q.tolist(), batch.q.shape[1] // batch.k_cache.shape[2]
-    acc, worst = 'float64' if batch.q.dtype == torch.float64 else 'float32', 0.0
-    for i, (k, v) in enumerate(zip(batch.keys, batch.values)):
-        qi = batch.q[cu[i]:cu[i + 1]].double().transpose(0, 1).cpu().numpy()                # [Hq, n, d]
-        ki, vi = (x.double().transpose(0, 1).repeat_interleave(g, 0).cpu().numpy() for x in (k, v))
-        # block size 1: one key a block, the most roundings
-        worst = max(worst, attention_error_bound(qi, ki, vi, 1, scale, accum_dtype=acc))
-    return worst + torch.finfo(batch.q.dtype).eps / 2 * max(float(v.abs().max()) for v in batch.values)
-
 # %% ../../nbs/03_paged_attention.ipynb #a4143d9b
 def case_batch(case: AttentionCase, device='cpu') -> PagedBatch:
     "The case's NaN-poisoned paged batch (`random_paged_batch`), its queries times `logit_scale`"
@@ -179,6 +179,7 @@ def case_batch(case: AttentionCase, device='cpu') -> PagedBatch:
     if case.refused: b.context_lens = torch.tensor(case.context_lens, device=b.context_lens.device)
     return b
 
+# %% ../../nbs/03_paged_attention.ipynb #df66ebfc
 def case_calls(case: AttentionCase, batch: PagedBatch, decode_fn, prefill_fn) -> dict:
     "The calls a case makes of a backend, by name; a decode case goes through prefill too"
     b, calls = batch, {}
@@ -190,13 +191,26 @@ def case_calls(case: AttentionCase, batch: PagedBatch, decode_fn, prefill_fn) ->
                                               b.context_lens, case.scale)
     return calls
 
-# %% ../../nbs/03_paged_attention.ipynb #13782d9f
+# %% ../../nbs/03_paged_attention.ipynb #0030a883
+def extreme_logit_bound(batch: PagedBatch, scale: float | None = None) -> float:
+    "Chapter 02's worst-case bound on `max |out - ref|` over each sequence's keys, plus one output rounding"
+    cu, g = batch.cu_seqlens_q.tolist(), batch.q.shape[1] // batch.k_cache.shape[2]
+    acc, worst = 'float64' if batch.q.dtype == torch.float64 else 'float32', 0.0
+    for i, (k, v) in enumerate(zip(batch.keys, batch.values)):
+        qi = batch.q[cu[i]:cu[i + 1]].double().transpose(0, 1).cpu().numpy()                # [Hq, n, d]
+        ki, vi = (x.double().transpose(0, 1).repeat_interleave(g, 0).cpu().numpy() for x in (k, v))
+        # block size 1: one key a block, the most roundings
+        worst = max(worst, attention_error_bound(qi, ki, vi, 1, scale, accum_dtype=acc))
+    return worst + torch.finfo(batch.q.dtype).eps / 2 * max(float(v.abs().max()) for v in batch.values)
+
+# %% ../../nbs/03_paged_attention.ipynb #5086d575
 def contract_error(out: torch.Tensor, ref: torch.Tensor, extreme: bool = False) -> float:
     "The contract's measure, `max |out - ref| / (1 + |ref|)`; for extreme logits plain `max |out - ref|`"
     err = (out.double() - ref.double()).abs()
     if not err.numel(): return 0.0
     return float(err.max() if extreme else (err / (1 + ref.double().abs())).max())
 
+# %% ../../nbs/03_paged_attention.ipynb #683d35a1
 def check_output(where: str, out, q: torch.Tensor) -> None:
     "AssertionError unless `out` is a tensor of `q`'s shape and dtype without NaN"
     if not isinstance(out, torch.Tensor) or out.shape != q.shape or out.dtype != q.dtype:
@@ -205,6 +219,7 @@ def check_output(where: str, out, q: torch.Tensor) -> None:
     if bool(out.isnan().any()):
         raise AssertionError(f"{where}: NaN in {int(out.isnan().flatten(1).any(1).sum())} rows")
 
+# %% ../../nbs/03_paged_attention.ipynb #ff675780
 def within_tolerance(where: str, out, ref, tol: float, extreme: bool, against='the float64 oracle') -> float:
     "`contract_error(out, ref)` if it is at most `tol`, else an AssertionError that says so"
     err = contract_error(out, ref, extreme)
@@ -212,6 +227,7 @@ def within_tolerance(where: str, out, ref, tol: float, extreme: bool, against='t
         raise AssertionError(f"{where}: error {err:.3g} against {against} exceeds the tolerance {tol:.3g}")
     return err
 
+# %% ../../nbs/03_paged_attention.ipynb #df948b6d
 def check_case(case: AttentionCase, decode_fn, prefill_fn, device='cpu', plain=None) -> list[dict]:
     "One case through a backend: each output held to the float64 oracle (and to `plain`'s, two functions)"
     b = case_batch(case, device)
@@ -244,15 +260,17 @@ def check_refusal(case: AttentionCase, batch: PagedBatch, decode_fn, prefill_fn)
             rows.append(dict(case=case.name, call=call, dtype=str(case.dtype)[6:], error='refused',
                              tolerance='-'))
             continue
-        raise AssertionError(f"{where}: context_lens {list(case.context_lens)} accepted, "
-                             f"want a ValueError {case.refused!r}")
+        raise AssertionError(f"{where}: context_lens {list(case.context_lens)} accepted, want a ValueError "
+                             f"{case.refused!r}")
     return rows
 
+# %% ../../nbs/03_paged_attention.ipynb #33486d2f
 def check_attention_backend(decode_fn, prefill_fn, cases=None, device='cpu', plain=None) -> list[dict]:
     "Hold a backend's `decode_fn`, `prefill_fn` (chapter 03's signatures, or None) to `cases` (all)"
     return [row for case in (CASES if cases is None else cases)
             for row in check_case(case, decode_fn, prefill_fn, device, plain)]
 
+# %% ../../nbs/03_paged_attention.ipynb #ed878987
 def contract_table(rows: list[dict]) -> str:
     "The rows of `check_attention_backend` as a table (a refusal has no errors: '-')"
     cols = dict.fromkeys(k for r in rows for k in r)
