@@ -19,7 +19,7 @@ from .runner import run_summary, serve
 from .workload import Workload
 from .plots import _plain_log_ticks
 
-# %% ../../nbs/09_serving_benchmark.ipynb #d7c5e5f1
+# %% ../../nbs/09_serving_benchmark.ipynb #8efc6cef
 MECHANISMS = dict(allocator='allocation: a fixed max_model_len reservation per request instead of pages',
                   block_size='page size: tail waste against block-table entries',
                   enable_prefix_caching='prefix caching: shared prompt blocks computed and held once',
@@ -27,6 +27,7 @@ MECHANISMS = dict(allocator='allocation: a fixed max_model_len reservation per r
                   enable_chunked_prefill='chunked prefill: a prompt may be split across steps')
 ABLATION_BASELINE = replace(EngineConfig(), enable_prefix_caching=False)   # off: turning it on is a row
 
+# %% ../../nbs/09_serving_benchmark.ipynb #d7c5e5f1
 def ablation_configs(base: EngineConfig = EngineConfig(), page_sizes=(8, 16, 32, 64)) -> dict:
     "The rows, {name: EngineConfig}: `base` with MECHANISMS' knobs as in ABLATION_BASELINE, then each varied"
     b = replace(base, **{k: getattr(ABLATION_BASELINE, k) for k in MECHANISMS})
@@ -38,6 +39,7 @@ def ablation_configs(base: EngineConfig = EngineConfig(), page_sizes=(8, 16, 32,
              'chunked prefill off': replace(b, enable_chunked_prefill=False)}
     return rows
 
+# %% ../../nbs/09_serving_benchmark.ipynb #6131972c
 def changed_knob(config: EngineConfig, base: EngineConfig) -> str | None:
     "The one setting in which `config` differs from `base` (None if none); a ValueError if more differ"
     diff = [f.name for f in fields(EngineConfig) if getattr(config, f.name) != getattr(base, f.name)]
@@ -87,6 +89,14 @@ def run_ablations(make_llm, workload: Workload, configs: dict | None = None, slo
     for row in rows: row['largest_effect'] = largest_effect(row, rows[0]) if row['changed'] != '-' else '-'
     return rows, runs
 
+# %% ../../nbs/09_serving_benchmark.ipynb #e073669d
+def _abort_all(llm: LLM, ids) -> None:
+    "Abort the requests `ids` that are still unfinished, then step until the engine is idle"
+    for rid in ids:
+        try: llm.abort(rid)
+        except ValueError: pass                          # already finished
+    while llm.has_unfinished_requests(): llm.step()
+
 # %% ../../nbs/09_serving_benchmark.ipynb #6a1ba849
 def step_time_ms(llm: LLM, num_decodes: int, chunk: int, context: int = 64, repeats: int = 5) -> float:
     """Median wall time of a step that runs `num_decodes` decoding sequences (of `context` tokens) and one
@@ -101,11 +111,17 @@ def step_time_ms(llm: LLM, num_decodes: int, chunk: int, context: int = 64, repe
     for _ in range(repeats):
         if chunk: ids.append(llm.add_request(prompt(chunk), greedy(1)))
         start = time.perf_counter(); llm.step(); times.append((time.perf_counter() - start) * 1e3)
-    for rid in ids:
-        try: llm.abort(rid)
-        except ValueError: pass                          # already finished
-    while llm.has_unfinished_requests(): llm.step()
+    _abort_all(llm, ids)
     return float(np.median(times))
+
+# %% ../../nbs/09_serving_benchmark.ipynb #7967617e
+_SWEEP_KEYS = ('request_throughput', 'ttft_median_ms', 'ttft_p90_ms', 'tpot_median_ms', 'e2e_median_ms',
+               'max_running')
+
+def _sweep_row(name: str, rate: float, s: dict, attainment: float) -> dict:
+    "The sweep's row of `name` at `rate`, from its run summary `s`: does it meet the `attainment` target?"
+    return dict(config=name, rate=rate, meets=s['slo_attainment'] >= attainment,
+                slo_attainment=s['slo_attainment'], goodput=s['goodput'], **{k: s[k] for k in _SWEEP_KEYS})
 
 # %% ../../nbs/09_serving_benchmark.ipynb #47d212f2
 def capacity_sweep(make_llm, configs: dict, workload: Workload, rates, slo: SLO, attainment: float = 0.9,
@@ -113,20 +129,25 @@ def capacity_sweep(make_llm, configs: dict, workload: Workload, rates, slo: SLO,
     """Serve `workload` at each rate on `make_llm(config)` for each of `configs` ({name: EngineConfig});
     returns (rows, {name: highest supported rate or None})"""
     if not 0 < attainment <= 1: raise ValueError(f"attainment must be in (0, 1], got {attainment}")
-    keys = ('request_throughput', 'ttft_median_ms', 'ttft_p90_ms', 'tpot_median_ms', 'e2e_median_ms',
-            'max_running')
     rows, best = [], {}
     for name, config in configs.items():
         best[name], ok = None, True
         for rate in sorted(rates):
             served = serve(make_llm(config), replace(workload, rate=float(rate)), progress=progress)
-            s = run_summary(served, slo)
-            meets = s['slo_attainment'] >= attainment
-            ok = ok and meets
+            rows.append(_sweep_row(name, rate, run_summary(served, slo), attainment))
+            ok = ok and rows[-1]['meets']
             if ok: best[name] = rate
-            rows.append(dict(config=name, rate=rate, meets=meets, slo_attainment=s['slo_attainment'],
-                             goodput=s['goodput'], **{k: s[k] for k in keys}))
     return rows, best
+
+# %% ../../nbs/09_serving_benchmark.ipynb #6c355215
+def _capacity_curves(a, b, rows: list[dict], best: dict) -> None:
+    "Draw each configuration's TTFT p90 and median TPOT on `a`, its SLO attainment on `b`, against the rate"
+    for i, name in enumerate(dict.fromkeys(r['config'] for r in rows)):
+        rs = [r for r in rows if r['config'] == name]; x = [r['rate'] for r in rs]
+        a.plot(x, [r['ttft_p90_ms'] for r in rs], 'o-', color=f'C{i}', label=f'{name}: TTFT p90')
+        a.plot(x, [r['tpot_median_ms'] for r in rs], 's--', color=f'C{i}', label=f'{name}: TPOT median')
+        b.plot(x, [r['slo_attainment'] for r in rs], 'o-', color=f'C{i}', label=name)
+        if best.get(name): b.axvline(best[name], color=f'C{i}', ls=':', lw=1)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #2ba49659
 def plot_capacity(rows: list[dict], slo: SLO, best: dict):
@@ -134,14 +155,7 @@ def plot_capacity(rows: list[dict], slo: SLO, best: dict):
     against rate; returns (fig, rows)"""
     import matplotlib.pyplot as plt
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
-    for i, name in enumerate(dict.fromkeys(r['config'] for r in rows)):
-        rs = [r for r in rows if r['config'] == name]
-        a.plot([r['rate'] for r in rs], [r['ttft_p90_ms'] for r in rs], 'o-', color=f'C{i}',
-               label=f'{name}: TTFT p90')
-        a.plot([r['rate'] for r in rs], [r['tpot_median_ms'] for r in rs], 's--', color=f'C{i}',
-               label=f'{name}: TPOT median')
-        b.plot([r['rate'] for r in rs], [r['slo_attainment'] for r in rs], 'o-', color=f'C{i}', label=name)
-        if best.get(name): b.axvline(best[name], color=f'C{i}', ls=':', lw=1)
+    _capacity_curves(a, b, rows, best)
     for v, ls in ((slo.ttft_ms, '-'), (slo.tpot_ms, '--')):
         if v: a.axhline(v, color='k', ls=ls, lw=.8)
     a.set(yscale='log', xlabel='arrival rate (requests / s)', ylabel='ms',

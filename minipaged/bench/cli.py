@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['BENCH_ENGINE', 'ENGINE_FLAGS', 'DEFAULT_WORKLOAD', 'DEFAULT_SLO', 'BENCH_COLUMNS', 'engine_flag', 'add_engine_arguments', 'add_bench_arguments', 'run_bench_cli', 'print_bench']
+__all__ = ['BENCH_ENGINE', 'ENGINE_FLAGS', 'DEFAULT_WORKLOAD', 'DEFAULT_SLO', 'BENCH_COLUMNS', 'engine_flag', 'add_engine_arguments', 'add_bench_arguments', 'print_bench', 'run_bench_cli']
 
 # %% ../../nbs/09_serving_benchmark.ipynb #imp67410
 import csv, json, math, os
@@ -34,16 +34,19 @@ ENGINE_FLAGS = dict(block_size='page size in token slots',
                     enable_prefix_caching='the prefix cache', enable_chunked_prefill='chunked prefill',
                     batching="'continuous' (iteration-level) or 'static'", device="'cpu' or 'cuda'")
 
+# %% ../../nbs/09_serving_benchmark.ipynb #ed1366be
 def engine_flag(name: str) -> str:
     "The option of EngineConfig's field `name`: `--block-size`; `--no-prefix-caching` for a switch that is on"
     on = getattr(BENCH_ENGINE, name) is True
     return '--' + ('no-' + name.removeprefix('enable_') if on else name).replace('_', '-')
 
+# %% ../../nbs/09_serving_benchmark.ipynb #3ccfeb81
 def _flag_type(name: str) -> type:
     "What the option of field `name` parses to: the field's annotation (`int | None` parses to int)"
     annotation = next(f.type for f in fields(EngineConfig) if f.name == name)   # a string (`__future__`)
     return {'int': int, 'str': str, 'bool': bool}[annotation.split(' |')[0]]
 
+# %% ../../nbs/09_serving_benchmark.ipynb #d52d3568
 def add_engine_arguments(p) -> None:
     "Add an option per field of ENGINE_FLAGS to the argparse parser `p` (absent, BENCH_ENGINE's value holds)"
     for name, help in ENGINE_FLAGS.items():
@@ -54,15 +57,16 @@ def add_engine_arguments(p) -> None:
         else: p.add_argument(engine_flag(name), dest=name, type=_flag_type(name),
                              help=help if d is None else f"{help} (default {d})")
 
-# %% ../../nbs/09_serving_benchmark.ipynb #5ee739e7
+# %% ../../nbs/09_serving_benchmark.ipynb #c38e1372
 DEFAULT_WORKLOAD = Workload(num_requests=200, arrival='poisson', rate=4.0,
                             prompt_len=LengthDist('lognormal', median=64, sigma=0.6, low=8, high=256),
                             output_len=LengthDist('uniform', low=16, high=64), shared_prefix_frac=0.25,
                             shared_prefix_len=32, cancel_frac=0.05, cancel_after=0.5, seed=0)
 DEFAULT_SLO = SLO(ttft_ms=1000, tpot_ms=100)
 
-def add_bench_arguments(p) -> None:
-    "Add the `minipaged bench` options to the argparse parser `p`"
+# %% ../../nbs/09_serving_benchmark.ipynb #400acebe
+def _add_workload_arguments(p) -> None:
+    "Add the options that choose the model and the workload to the argparse parser `p`"
     d = DEFAULT_WORKLOAD
     p.add_argument('--model',
                    help='a Hugging Face checkpoint directory (default: the tiny random model of chapter 07)')
@@ -74,7 +78,10 @@ def add_bench_arguments(p) -> None:
     p.add_argument('--burstiness', type=float,
                    help='gamma shape for --arrival gamma: < 1 burstier than Poisson (default 1)')
     p.add_argument('--seed', type=int, help=f'workload seed (default {d.seed})')
-    add_engine_arguments(p)
+
+# %% ../../nbs/09_serving_benchmark.ipynb #275f5f0c
+def _add_run_arguments(p) -> None:
+    "Add the run's options (threads, objectives, repetitions, ablations, results folder) to the parser `p`"
     p.add_argument('--threads', type=int, help="torch CPU threads (default: 1 for the tiny default model, "
                                                "torch's default for --model)")
     p.add_argument('--slo-ttft-ms', type=float, default=DEFAULT_SLO.ttft_ms,
@@ -90,16 +97,23 @@ def add_bench_arguments(p) -> None:
     p.add_argument('--out', default='bench_results', help='results folder (default ./bench_results)')
     p.add_argument('--no-progress', action='store_true', help='no progress bar')
 
+# %% ../../nbs/09_serving_benchmark.ipynb #5ee739e7
+def add_bench_arguments(p) -> None:
+    "Add the `minipaged bench` options to the argparse parser `p`"
+    _add_workload_arguments(p)
+    add_engine_arguments(p)
+    _add_run_arguments(p)
+
 # %% ../../nbs/09_serving_benchmark.ipynb #d0819049
 def _flag_error(e: ValueError, where: str = '') -> ValueError | None:
     "The error `e` of an EngineConfig field, naming the field's option (None if it names no field offered)"
     msg = str(e); name = next((k for k in ENGINE_FLAGS if msg.startswith(k)), None)
     return None if name is None else ValueError(f"{where}{engine_flag(name)}: {msg}")
 
-# %% ../../nbs/09_serving_benchmark.ipynb #d086116c
-def _bench_options(a) -> tuple[Workload, SLO, EngineConfig]:
-    "The workload, objectives and engine configuration the options declare; a ValueError names a bad option"
-    get = lambda k, default=None: getattr(a, k, default)
+# %% ../../nbs/09_serving_benchmark.ipynb #e0e6ac5f
+def _check_number_options(a) -> None:
+    "A ValueError naming the first numeric option out of range: counts, rates, objectives, seed, threads"
+    get = lambda k: getattr(a, k, None)
     engine_ints = [k for k in ENGINE_FLAGS if _flag_type(k) is int]
     for opt in ('num_requests', *engine_ints, 'repetitions', 'threads', 'ablation_requests'):
         v = get(opt)
@@ -113,9 +127,13 @@ def _bench_options(a) -> tuple[Workload, SLO, EngineConfig]:
     if (get('threads') or 0) > (os.cpu_count() or 1):
         raise ValueError(f"--threads must be at most {os.cpu_count()}, this machine's CPUs, "
                          f"got {get('threads')}")
+
+# %% ../../nbs/09_serving_benchmark.ipynb #8896cfd0
+def _check_choice_options(a) -> None:
+    "A ValueError naming the first option not one of its choices, or a device or model that is not there"
+    get = lambda k: getattr(a, k, None)
     engine_choices = [(k, CHOICES[k]) for k in ENGINE_FLAGS if k in CHOICES]     # EngineConfig's values
-    choices = [('arrival', ARRIVALS), *engine_choices, ('device', ('cpu', 'cuda'))]
-    for opt, allowed in choices:
+    for opt, allowed in [('arrival', ARRIVALS), *engine_choices, ('device', ('cpu', 'cuda'))]:
         v = get(opt)
         if v is not None and v not in allowed:
             raise ValueError(f"--{opt} must be one of {', '.join(allowed)}, got {v!r}")
@@ -123,6 +141,12 @@ def _bench_options(a) -> tuple[Workload, SLO, EngineConfig]:
         raise ValueError("--device cuda: no CUDA device is available")
     if get('model') and not Path(get('model')).is_dir():
         raise ValueError(f"--model must be a checkpoint directory, got {get('model')!r}")
+
+# %% ../../nbs/09_serving_benchmark.ipynb #d086116c
+def _bench_options(a) -> tuple[Workload, SLO, EngineConfig]:
+    "The workload, objectives and engine configuration the options declare; a ValueError names a bad option"
+    get = lambda k, default=None: getattr(a, k, default)
+    _check_number_options(a); _check_choice_options(a)
     try: w = workload_from_json(get('workload')) if get('workload') else DEFAULT_WORKLOAD
     except ValueError as e: raise ValueError(f"--workload: {e}") from None
     w = replace(w, **{k: get(k) for k in ('num_requests', 'rate', 'arrival', 'burstiness', 'seed')
@@ -142,6 +166,18 @@ def _engine_error(e: ValueError, engine: EngineConfig, where: str = '') -> Value
         return ValueError(f"{where}{why}: {e}")
     return ValueError(f"{where}the engine refuses these settings: {e}")
 
+# %% ../../nbs/09_serving_benchmark.ipynb #76119f90
+def _ablation_engines(model, engine: EngineConfig):
+    "The ablations' pool (slots) and a maker of engines on it at any page size; every row's engine is checked"
+    max_len = engine.max_model_len or model.config.max_position_embeddings
+    pool = engine.num_blocks * engine.block_size if engine.num_blocks else 4 * -(-max_len // 64) * 64
+    abl = lambda config: LLM(model, replace(config, num_blocks=pool // config.block_size))   # one pool, any B
+    for name, config in ablation_configs(engine).items():
+        try: abl(config)
+        except ValueError as e: raise _engine_error(e, engine, f"--ablations, row {name!r}: ") from None
+    return pool, abl
+
+# %% ../../nbs/09_serving_benchmark.ipynb #ce39c654
 def _bench_engines(args, engine: EngineConfig):
     """The model, loaded once; a maker of engines sharing it; the first engine; the ablations' (pool,
     maker) or None: all built before anything runs"""
@@ -153,13 +189,7 @@ def _bench_engines(args, engine: EngineConfig):
     try: llm = make()
     except ValueError as e: raise _engine_error(e, engine) from None
     if not getattr(args, 'ablations', False): return model, make, llm, None
-    max_len = engine.max_model_len or model.config.max_position_embeddings
-    pool = engine.num_blocks * engine.block_size if engine.num_blocks else 4 * -(-max_len // 64) * 64
-    abl = lambda config: LLM(model, replace(config, num_blocks=pool // config.block_size))   # one pool, any B
-    for name, config in ablation_configs(engine).items():
-        try: abl(config)
-        except ValueError as e: raise _engine_error(e, engine, f"--ablations, row {name!r}: ") from None
-    return model, make, llm, (pool, abl)
+    return model, make, llm, _ablation_engines(model, engine)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #0a549006
 def _write_csv(path: Path, rows: list[dict]) -> str:
@@ -169,6 +199,7 @@ def _write_csv(path: Path, rows: list[dict]) -> str:
         w = csv.DictWriter(f, fieldnames=keys); w.writeheader(); w.writerows(rows)
     return str(path)
 
+# %% ../../nbs/09_serving_benchmark.ipynb #55982305
 def _request_rows(runs: list[Run]) -> list[dict]:
     "One row per request of every repetition: its lengths, how it ended, its latencies (ms), its cache hits"
     ms = lambda x: None if x is None else x * 1e3
@@ -197,19 +228,11 @@ def _serve_repetitions(args, workload: Workload, engine: EngineConfig, make, llm
     bar.close()
     return runs, memory
 
-# %% ../../nbs/09_serving_benchmark.ipynb #16e38384
-def _write_run_files(out: Path, workload: Workload, runs: list[Run],
-                     summaries: list[dict]) -> tuple[dict, dict]:
-    "Write the workload, the CSVs and the figures of `runs` into `out`; ({name: path}, {figure: why skipped})"
+# %% ../../nbs/09_serving_benchmark.ipynb #089b169b
+def _write_figures(out: Path, runs: list[Run]) -> tuple[dict, dict]:
+    "The three figures of `runs`, with their data, in `out`: ({figure: paths}, {figure: why skipped})"
     import matplotlib.pyplot as plt
-    run = runs[0]
-    out.mkdir(parents=True, exist_ok=True)
-    files, skipped = dict(workload=str(out / 'workload.json')), {}
-    (out / 'workload.json').write_text(workload_to_json(workload) + '\n')
-    files['metrics_csv'] = _write_csv(out / 'metrics.csv',
-                                      [dict(repetition=i, **s) for i, s in enumerate(summaries)])
-    files['requests_csv'] = _write_csv(out / 'requests.csv', _request_rows(runs))
-    files['steps_csv'] = _write_csv(out / 'steps.csv', run.steps)
+    files, skipped, run = {}, {}, runs[0]
     figures = (('latency_cdf', plot_latency_cdfs({f'repetition {i}': r for i, r in enumerate(runs)})),
                ('kv_memory', plot_kv_memory(run)), ('throughput', plot_throughput(run)))
     for stem, (fig, rows) in figures:
@@ -218,6 +241,21 @@ def _write_run_files(out: Path, workload: Workload, runs: list[Run],
         plt.close(fig)
     return files, skipped
 
+# %% ../../nbs/09_serving_benchmark.ipynb #16e38384
+def _write_run_files(out: Path, workload: Workload, runs: list[Run],
+                     summaries: list[dict]) -> tuple[dict, dict]:
+    "Write the workload, the CSVs and the figures of `runs` into `out`; ({name: path}, {figure: why skipped})"
+    out.mkdir(parents=True, exist_ok=True)
+    files = dict(workload=str(out / 'workload.json'))
+    (out / 'workload.json').write_text(workload_to_json(workload) + '\n')
+    files['metrics_csv'] = _write_csv(out / 'metrics.csv',
+                                      [dict(repetition=i, **s) for i, s in enumerate(summaries)])
+    files['requests_csv'] = _write_csv(out / 'requests.csv', _request_rows(runs))
+    files['steps_csv'] = _write_csv(out / 'steps.csv', runs[0].steps)
+    figures, skipped = _write_figures(out, runs)
+    return files | figures, skipped
+
+# %% ../../nbs/09_serving_benchmark.ipynb #9a0e100f
 def _bench_result(args, workload: Workload, slo: SLO, runs: list[Run], summaries: list[dict],
                   memory: ProcessMemory, llm: LLM, skipped: dict) -> dict:
     "What `minipaged bench` measured, as `summary.json` holds it (before the files are added)"
@@ -230,53 +268,30 @@ def _bench_result(args, workload: Workload, slo: SLO, runs: list[Run], summaries
                 memory_measured_with=memory.kind, by_prompt_len=by_length(run.records, 'prompt_len'),
                 by_output_len=by_length(run.records, 'output_len', edges=(32, 64)), skipped=skipped)
 
+# %% ../../nbs/09_serving_benchmark.ipynb #4d27e5e6
+def _ablation_burst(args, workload: Workload) -> Workload:
+    "The ablations' workload: the first `--ablation-requests` of `workload`, all at once, none cancelled"
+    n = min(getattr(args, 'ablation_requests', 48), workload.num_requests)
+    return replace(workload, num_requests=n, arrival='all_at_once', cancel_frac=0.0)
+
 # %% ../../nbs/09_serving_benchmark.ipynb #daca617c
 def _bench_ablations(args, workload: Workload, engine: EngineConfig, slo: SLO, ablation: tuple, out: Path,
                      files: dict, quiet: bool) -> dict:
     "Serve the ablation table of `engine`, write its CSV and figure (added to `files`); the result's entry"
     import matplotlib.pyplot as plt
     from tqdm.auto import tqdm
-    (pool, abl), n = ablation, min(getattr(args, 'ablation_requests', 48), workload.num_requests)
-    burst = replace(workload, num_requests=n, arrival='all_at_once', cancel_frac=0.0)
+    (pool, abl), burst = ablation, _ablation_burst(args, workload)
     configs = ablation_configs(engine)
-    bar = tqdm(total=n * len(configs), desc='ablations', unit='req',
+    bar = tqdm(total=burst.num_requests * len(configs), desc='ablations', unit='req',
                disable=getattr(args, 'no_progress', False) or quiet)
     table, _ = run_ablations(abl, burst, configs, slo=slo, progress=bar); bar.close()
     files['ablations_csv'] = _write_csv(out / 'ablations.csv', table)
     fig, rows = plot_ablations(table)
     files['ablations'] = write_figure(fig, rows, out, 'ablations')
     plt.close(fig)
-    return dict(pool_slots=pool, requests=n, table=table)
+    return dict(pool_slots=pool, requests=burst.num_requests, table=table)
 
-# %% ../../nbs/09_serving_benchmark.ipynb #30822e33
-def run_bench_cli(args) -> dict:
-    """`minipaged bench`: serve a declared workload, print the metrics table, write the results folder;
-    returns the results"""
-    import matplotlib; matplotlib.use('Agg')
-    workload, slo, engine = _bench_options(args)
-    quiet = bool(getattr(args, 'json', False))
-    threads = getattr(args, 'threads', None) or (None if getattr(args, 'model', None) else 1)
-    if threads: torch.set_num_threads(threads)
-    follow_live_memory()
-    out = Path(getattr(args, 'out', 'bench_results'))
-    _, make, llm, ablation = _bench_engines(args, engine)
-    runs, memory = _serve_repetitions(args, workload, engine, make, llm, quiet)
-    summaries = [run_summary(r, slo) for r in runs]
-    files, skipped = _write_run_files(out, workload, runs, summaries)
-    result = _bench_result(args, workload, slo, runs, summaries, memory, llm, skipped)
-    run = runs[0]
-    if not any(r.status in ('completed', 'cancelled') for x in runs for r in x.records):
-        why = next((r.reason for r in run.records if r.reason), run.records[0].status)
-        result['error'] = f"every request was rejected ({why}); results written to {out}"
-    if ablation:
-        result['ablations'] = _bench_ablations(args, workload, engine, slo, ablation, out, files, quiet)
-    result['files'] = files
-    (out / 'summary.json').write_text(json.dumps(result, indent=2, default=str) + '\n')
-    files['summary'] = str(out / 'summary.json')
-    if not quiet: print_bench(result)
-    return result
-
-# %% ../../nbs/09_serving_benchmark.ipynb #f338be02
+# %% ../../nbs/09_serving_benchmark.ipynb #597650a0
 BENCH_COLUMNS = ('completed', 'cancelled', 'rejected', 'failed', 'duration_s', 'request_throughput',
                  'output_throughput', 'goodput', 'slo_attainment', 'ttft_median_ms', 'ttft_p99_ms',
                  'tpot_median_ms', 'tpot_p99_ms', 'itl_p99_ms', 'e2e_median_ms', 'max_running', 'preemptions',
@@ -285,10 +300,12 @@ _ABLATION_COLUMNS = ('config', 'changed', 'limited_by', 'completed', 'rejected',
                      'mean_waste_per_seq', 'ttft_median_ms', 'itl_p99_ms', 'output_throughput',
                      'largest_effect')
 
+# %% ../../nbs/09_serving_benchmark.ipynb #61e38b26
 def _cells(d: dict, keys) -> dict:
     "The entries `keys` of `d` that it has, floats above 1 rounded to two decimals"
     return {k: (round(d[k], 2) if isinstance(d[k], float) and d[k] > 1 else d[k]) for k in keys if k in d}
 
+# %% ../../nbs/09_serving_benchmark.ipynb #71acf6ac
 def _bench_header(result: dict) -> str:
     "The first line `print_bench` prints: the model, the engine's settings, the workload and the SLO"
     c, w = result['config'], result['workload']
@@ -296,6 +313,7 @@ def _bench_header(result: dict) -> str:
             f"blocks, max_num_seqs {c['max_num_seqs']}, {c['max_num_batched_tokens']} tokens/step; "
             f"{w['num_requests']} requests, {w['arrival']} at {w['rate']}/s; SLO {result['slo']}")
 
+# %% ../../nbs/09_serving_benchmark.ipynb #3175dcd7
 def _written_files(result: dict) -> str:
     "The last line `print_bench` prints: the results folder and the names of the files written in it"
     names = {Path(p).name for f in result['files'].values()
@@ -319,3 +337,35 @@ def print_bench(result: dict) -> None:
     print(_written_files(result))
     if result.get('skipped'):
         print('skipped ' + ', '.join(f"{k}.png ({why})" for k, why in result['skipped'].items()))
+
+# %% ../../nbs/09_serving_benchmark.ipynb #250a3585
+def _all_refused(runs: list[Run], out: Path) -> str | None:
+    "The error of runs in which every request was refused (rejected, or failed at submission), else None"
+    if any(r.status in ('completed', 'cancelled') for x in runs for r in x.records): return None
+    why = next((r.reason for r in runs[0].records if r.reason), runs[0].records[0].status)
+    return f"every request was rejected ({why}); results written to {out}"
+
+# %% ../../nbs/09_serving_benchmark.ipynb #30822e33
+def run_bench_cli(args) -> dict:
+    """`minipaged bench`: serve a declared workload, print the metrics table, write the results folder;
+    returns the results"""
+    import matplotlib; matplotlib.use('Agg')
+    workload, slo, engine = _bench_options(args)
+    quiet = bool(getattr(args, 'json', False))
+    threads = getattr(args, 'threads', None) or (None if getattr(args, 'model', None) else 1)
+    if threads: torch.set_num_threads(threads)
+    follow_live_memory()
+    out = Path(getattr(args, 'out', 'bench_results'))
+    _, make, llm, ablation = _bench_engines(args, engine)
+    runs, memory = _serve_repetitions(args, workload, engine, make, llm, quiet)
+    summaries = [run_summary(r, slo) for r in runs]
+    files, skipped = _write_run_files(out, workload, runs, summaries)
+    result = _bench_result(args, workload, slo, runs, summaries, memory, llm, skipped)
+    if (error := _all_refused(runs, out)) is not None: result['error'] = error
+    if ablation:
+        result['ablations'] = _bench_ablations(args, workload, engine, slo, ablation, out, files, quiet)
+    result['files'] = files
+    (out / 'summary.json').write_text(json.dumps(result, indent=2, default=str) + '\n')
+    files['summary'] = str(out / 'summary.json')
+    if not quiet: print_bench(result)
+    return result

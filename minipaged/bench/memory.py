@@ -11,15 +11,15 @@ __all__ = ['kv_breakdown', 'check_memory_identity', 'ProcessMemory', 'follow_liv
 import ctypes, os
 from collections import Counter, defaultdict
 import torch
+from ..utils import patch_to
 from ..engine.reservation import ReservationManager
 from ..engine.llm import LLM
 
-# %% ../../nbs/09_serving_benchmark.ipynb #f754434a
-def kv_breakdown(llm: LLM, with_lengths: bool = False) -> dict:
-    """The KV pool now, in token slots: useful, wasted, cached, free, stranded (they sum to the pool);
-    blocks saved by sharing; block-table bytes"""
+# %% ../../nbs/09_serving_benchmark.ipynb #f8311186
+def _held_blocks(llm: LLM) -> tuple[dict, Counter, dict, list, int]:
+    """What the running sequences' tables hold: {block: slots filled}, {block: tables holding it},
+    {block: requests holding it}, the sequences' lengths, and the number of table entries"""
     bm = llm.block_manager; B = bm.block_size
-    reserved = isinstance(bm, ReservationManager)
     fill, holders, owners, lengths, entries = {}, Counter(), defaultdict(set), [], 0
     for sid in llm.scheduler.running:                       # internal ids: (request id, sample index)
         n, table = bm.num_tokens(sid), bm.block_table(sid)
@@ -27,6 +27,15 @@ def kv_breakdown(llm: LLM, with_lengths: bool = False) -> dict:
         for i, b in enumerate(table):
             fill[b] = max(fill.get(b, 0), min(B, max(0, n - i * B)))
             holders[b] += 1; owners[b].add(sid[0])
+    return fill, holders, owners, lengths, entries
+
+# %% ../../nbs/09_serving_benchmark.ipynb #f754434a
+def kv_breakdown(llm: LLM, with_lengths: bool = False) -> dict:
+    """The KV pool now, in token slots: useful, wasted, cached, free, stranded (they sum to the pool);
+    blocks saved by sharing; block-table bytes"""
+    bm = llm.block_manager; B = bm.block_size
+    reserved = isinstance(bm, ReservationManager)
+    fill, holders, owners, lengths, entries = _held_blocks(llm)
     useful = sum(fill.values())
     out = dict(useful=useful, wasted=len(fill) * B - useful, cached=bm.num_cached_blocks * B,
                free=bm.num_free_blocks * B,
@@ -37,6 +46,7 @@ def kv_breakdown(llm: LLM, with_lengths: bool = False) -> dict:
     if with_lengths: out['lengths'] = lengths
     return out
 
+# %% ../../nbs/09_serving_benchmark.ipynb #821e3e1d
 def check_memory_identity(snap: dict, llm: LLM) -> None:
     """Assert the memory identity: useful + wasted + cached + free + stranded = the pool, and the tables
     agree with the manager's count"""
@@ -58,26 +68,34 @@ class ProcessMemory:
         self.kind = 'torch.cuda allocated bytes' if self.cuda else 'resident set (VmRSS / VmHWM)'
 
     def _status(self, key: str) -> int:
+        "One value of /proc/self/status (`key` such as 'VmRSS:'), in bytes"
         with open('/proc/self/status') as f:
             for line in f:
                 if line.startswith(key): return int(line.split()[1]) * 1024
         raise RuntimeError(f"/proc/self/status has no {key}")
 
-    def reset(self) -> None:
-        "Start a new peak at the current value"
-        if self.cuda: torch.cuda.reset_peak_memory_stats(self.device)
-        elif self.available:
-            with open('/proc/self/clear_refs', 'w') as f: f.write('5')
+# %% ../../nbs/09_serving_benchmark.ipynb #d17b769a
+@patch_to(ProcessMemory)
+def current(self) -> int | None:
+    "The bytes held now: torch's allocated bytes on a GPU, the resident set on Linux (None where unreadable)"
+    if self.cuda: return torch.cuda.memory_allocated(self.device)
+    return self._status('VmRSS:') if self.available else None
 
-    def current(self) -> int | None:
-        if self.cuda: return torch.cuda.memory_allocated(self.device)
-        return self._status('VmRSS:') if self.available else None
+@patch_to(ProcessMemory)
+def peak(self) -> int | None:
+    "The peak since the last `reset`"
+    if self.cuda: return torch.cuda.max_memory_allocated(self.device)
+    return self._status('VmHWM:') if self.available else None
 
-    def peak(self) -> int | None:
-        "The peak since the last `reset`"
-        if self.cuda: return torch.cuda.max_memory_allocated(self.device)
-        return self._status('VmHWM:') if self.available else None
+# %% ../../nbs/09_serving_benchmark.ipynb #13d15e8f
+@patch_to(ProcessMemory)
+def reset(self) -> None:
+    "Start a new peak at the current value"
+    if self.cuda: torch.cuda.reset_peak_memory_stats(self.device)
+    elif self.available:
+        with open('/proc/self/clear_refs', 'w') as f: f.write('5')
 
+# %% ../../nbs/09_serving_benchmark.ipynb #5c0f27e1
 def follow_live_memory() -> bool:
     """Fix glibc's mmap and trim thresholds at 128 KiB so the resident set follows live bytes; False where
     there is no glibc"""

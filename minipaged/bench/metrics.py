@@ -37,7 +37,7 @@ def request_latencies(r: RequestRecord) -> dict:
     return dict(ttft=ttft, tpot=(e2e - ttft) / (n - 1) if n > 1 else None, e2e=e2e,
                 itl=np.diff(r.token_times).tolist())
 
-# %% ../../nbs/09_serving_benchmark.ipynb #93571484
+# %% ../../nbs/09_serving_benchmark.ipynb #8ec88b0a
 @dataclass(frozen=True)
 class SLO:
     "Latency objectives in milliseconds; None leaves a metric unconstrained"
@@ -45,12 +45,22 @@ class SLO:
     tpot_ms: float | None = None
     e2e_ms: float | None = None
 
+# %% ../../nbs/09_serving_benchmark.ipynb #93571484
 def meets_slo(r: RequestRecord, slo: SLO) -> bool:
     "True if `r` completed within every bound of `slo` (a one-token request's TPOT counts as 0, as in vLLM)"
     if r.status != 'completed': return False
     lat = request_latencies(r)
     got = dict(ttft_ms=lat['ttft'] * 1e3, tpot_ms=(lat['tpot'] or 0.0) * 1e3, e2e_ms=lat['e2e'] * 1e3)
     return all(bound is None or got[k] <= bound for k, bound in asdict(slo).items())
+
+# %% ../../nbs/09_serving_benchmark.ipynb #af5fc182
+def _latency_columns(records: list[RequestRecord]) -> dict:
+    "Mean, median, p90 and p99 (ms) of TTFT, TPOT, ITL and E2E over the completed `records`"
+    lats, out = [request_latencies(r) for r in records if r.status == 'completed'], {}
+    for name in ('ttft', 'tpot', 'itl', 'e2e'):
+        xs = [x for l in lats for x in l['itl']] if name == 'itl' else [l[name] for l in lats]
+        out |= {f'{name}_{k}_ms': v for k, v in distribution(xs).items()}
+    return out
 
 # %% ../../nbs/09_serving_benchmark.ipynb #da7ecaa7
 STATUSES = ('completed', 'cancelled', 'rejected', 'failed')
@@ -60,17 +70,22 @@ def summarize(records: list[RequestRecord], duration: float, slo: SLO = SLO()) -
     completed requests"""
     if not duration > 0: raise ValueError(f"duration must be > 0 seconds, got {duration}")
     done = [r for r in records if r.status == 'completed']
-    lats = [request_latencies(r) for r in done]
     good = sum(meets_slo(r, slo) for r in done)
-    out = dict(submitted=len(records), **{s: sum(r.status == s for r in records) for s in STATUSES},
-               duration_s=duration, request_throughput=len(done) / duration,
-               output_throughput=sum(r.output_len for r in done) / duration,
-               total_token_throughput=sum(r.prompt_len + r.output_len for r in done) / duration,
-               goodput=good / duration, slo_attainment=good / len(records) if records else None)
-    for name in ('ttft', 'tpot', 'itl', 'e2e'):
-        xs = [x for l in lats for x in l['itl']] if name == 'itl' else [l[name] for l in lats]
-        out |= {f'{name}_{k}_ms': v for k, v in distribution(xs).items()}
-    return out
+    return dict(submitted=len(records), **{s: sum(r.status == s for r in records) for s in STATUSES},
+                duration_s=duration, request_throughput=len(done) / duration,
+                output_throughput=sum(r.output_len for r in done) / duration,
+                total_token_throughput=sum(r.prompt_len + r.output_len for r in done) / duration,
+                goodput=good / duration, slo_attainment=good / len(records) if records else None
+                ) | _latency_columns(records)
+
+# %% ../../nbs/09_serving_benchmark.ipynb #dab5877a
+def _length_bucket(key: str, lo, hi, group: list[dict]) -> dict:
+    "The row of the bucket (lo, hi] of `key`: its size, and the TTFT, TPOT, E2E medians and p90s of `group`"
+    row = {key: f"{lo + 1}-{hi}" if hi < math.inf else f">{lo}", 'requests': len(group)}
+    for name in ('ttft', 'tpot', 'e2e'):
+        d = distribution([g[name] for g in group])
+        row |= {f'{name}_p50_ms': d['median'], f'{name}_p90_ms': d['p90']}
+    return row
 
 # %% ../../nbs/09_serving_benchmark.ipynb #306c1590
 def by_length(records: list[RequestRecord], key: str = 'prompt_len', edges=(64, 128, 256)) -> list[dict]:
@@ -78,14 +93,7 @@ def by_length(records: list[RequestRecord], key: str = 'prompt_len', edges=(64, 
     split at `edges`"""
     if key not in ('prompt_len', 'output_len'):
         raise ValueError(f"key must be 'prompt_len' or 'output_len', got {key!r}")
-    bounds, rows = [0, *edges, math.inf], []
-    done = [r for r in records if r.status == 'completed']
-    for lo, hi in zip(bounds, bounds[1:]):
-        group = [request_latencies(r) for r in done if lo < getattr(r, key) <= hi]
-        if not group: continue
-        row = {key: f"{lo + 1}-{hi}" if hi < math.inf else f">{lo}", 'requests': len(group)}
-        for name in ('ttft', 'tpot', 'e2e'):
-            d = distribution([g[name] for g in group])
-            row |= {f'{name}_p50_ms': d['median'], f'{name}_p90_ms': d['p90']}
-        rows.append(row)
-    return rows
+    bounds, done = [0, *edges, math.inf], [r for r in records if r.status == 'completed']
+    groups = [(lo, hi, [request_latencies(r) for r in done if lo < getattr(r, key) <= hi])
+              for lo, hi in zip(bounds, bounds[1:])]
+    return [_length_bucket(key, lo, hi, g) for lo, hi, g in groups if g]

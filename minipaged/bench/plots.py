@@ -15,19 +15,30 @@ from .metrics import request_latencies
 
 # %% ../../nbs/09_serving_benchmark.ipynb #8344284a
 def _plain_log_ticks(axis) -> None:
-    "Label a log axis's major ticks as plain numbers and leave its minor ticks unlabelled"
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    "Label a log axis with plain numbers: powers of ten, 1-2-5 of each decade, or evenly within a decade"
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+    lo, hi = sorted(axis.get_view_interval())
+    decades = np.log10(hi / lo) if lo > 0 else 3.0
+    major = (MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]) if decades <= 1 else       # e.g. 750, 1000, 1250
+             LogLocator(10, subs=(1.0,) if decades > 3 else (1.0, 2.0, 5.0), numticks=12))  # every decade
+    axis.set_major_locator(major); axis.set_minor_locator(LogLocator(10, subs='all', numticks=12))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f'{v:g}')); axis.set_minor_formatter(NullFormatter())
 
+# %% ../../nbs/09_serving_benchmark.ipynb #73821217
+def _latencies_ms(run: Run, metric: str) -> np.ndarray:
+    "The sorted latencies (ms) of `metric` ('ttft', 'tpot', 'itl' or 'e2e') of the run's completed requests"
+    lats = [request_latencies(r) for r in run.records if r.status == 'completed']
+    xs = [x for l in lats for x in (l['itl'] if metric == 'itl' else [l[metric]]) if x is not None]
+    return np.sort(np.array(xs, dtype=float) * 1e3)
+
+# %% ../../nbs/09_serving_benchmark.ipynb #8bfc4c43
 def plot_latency_cdfs(runs: dict):
     "TTFT, TPOT, ITL and E2E CDFs, one line per run in `runs` ({name: Run}); returns (fig, rows)"
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 4, figsize=(15, 3.4)); rows = []
     for name, run in runs.items():
-        lats = [request_latencies(r) for r in run.records if r.status == 'completed']
         for ax, metric in zip(axes, ('ttft', 'tpot', 'itl', 'e2e')):
-            xs = np.sort([x * 1e3 for l in lats for x in (l['itl'] if metric == 'itl' else [l[metric]])
-                          if x is not None])
+            xs = _latencies_ms(run, metric)
             if not xs.size: continue
             ax.plot(xs, np.arange(1, xs.size + 1) / xs.size, label=name)
             rows += [dict(run=name, metric=metric, quantile=q / 100, ms=float(np.percentile(xs, q)))
@@ -40,31 +51,34 @@ def plot_latency_cdfs(runs: dict):
     fig.tight_layout()
     return fig, rows
 
+# %% ../../nbs/09_serving_benchmark.ipynb #f0160d02
+def _kv_rows(run: Run) -> list[dict]:
+    "One row per step: its time, each KV term and what sharing saved (MiB), the running requests"
+    per = run.config['kv_bytes_per_token'] / MiB
+    keys = ('useful', 'wasted', 'cached', 'free', 'stranded', 'saved_prefix', 'saved_fork')
+    return [dict(t=x['t'], **{f'{k}_mib': x[k] * per for k in keys}, running=x.get('running', 0))
+            for x in run.steps]
+
 # %% ../../nbs/09_serving_benchmark.ipynb #eb2bde5c
 def plot_kv_memory(run: Run):
     "The KV pool over time, term by term (MiB), with the blocks sharing saved; returns (fig, rows)"
     import matplotlib.pyplot as plt
-    per = run.config['kv_bytes_per_token'] / MiB
-    terms = ('useful', 'wasted', 'cached', 'free', 'stranded')
-    rows = [dict(t=x['t'], **{f'{k}_mib': x[k] * per for k in terms + ('saved_prefix', 'saved_fork')},
-                 running=x.get('running', 0)) for x in run.steps]
+    terms, rows = ('useful', 'wasted', 'cached', 'free', 'stranded'), _kv_rows(run)
+    t = [r['t'] for r in rows]
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    ax.stackplot([r['t'] for r in rows], *[[r[f'{k}_mib'] for r in rows] for k in terms], labels=terms,
+    ax.stackplot(t, *[[r[f'{k}_mib'] for r in rows] for k in terms], labels=terms,
                  colors=['#2b7bba', '#e6550d', '#9e9ac8', '#e0e0e0', '#636363'], step='post')
-    ax.plot([r['t'] for r in rows],
-            [r['useful_mib'] + r['wasted_mib'] + r['saved_prefix_mib'] + r['saved_fork_mib'] for r in rows],
-            'k--', lw=1, label='held without sharing', drawstyle='steps-post')
+    unshared = [r['useful_mib'] + r['wasted_mib'] + r['saved_prefix_mib'] + r['saved_fork_mib'] for r in rows]
+    ax.plot(t, unshared, 'k--', lw=1, label='held without sharing', drawstyle='steps-post')
     ax.set(xlabel='seconds since start', ylabel='KV pool (MiB)',
            title=f"KV pool, {run.config['allocator']} B={run.config['block_size']}")
     ax.legend(fontsize=7, loc='upper right', ncol=2); ax.grid(alpha=.3)
     fig.tight_layout()
     return fig, rows
 
-# %% ../../nbs/09_serving_benchmark.ipynb #9bbb2a2d
-def plot_throughput(run: Run, bin_s: float = 0.25):
-    """Output tokens per second and completed requests in bins of `bin_s` seconds, with the mean running
-    requests; returns (fig, rows)"""
-    import matplotlib.pyplot as plt
+# %% ../../nbs/09_serving_benchmark.ipynb #aeca2df9
+def _throughput_rows(run: Run, bin_s: float = 0.25) -> list[dict]:
+    "Per bin of `bin_s` seconds: output tokens per second, completed requests per second, mean running"
     edges = np.arange(0, run.duration + bin_s, bin_s)
     t, tok, run_n = (np.array([x[k] for x in run.steps]) for k in ('t', 'new_tokens', 'running'))
     fin = np.array([r.token_times[-1] for r in run.records if r.status == 'completed'])
@@ -74,6 +88,14 @@ def plot_throughput(run: Run, bin_s: float = 0.25):
         rows.append(dict(t=float(lo), output_tokens_per_s=float(tok[m].sum() / bin_s),
                          completed_per_s=float(((fin >= lo) & (fin < hi)).sum() / bin_s),
                          mean_running=float(run_n[m].mean()) if m.any() else 0.0))
+    return rows
+
+# %% ../../nbs/09_serving_benchmark.ipynb #9bbb2a2d
+def plot_throughput(run: Run, bin_s: float = 0.25):
+    """Output tokens per second and completed requests in bins of `bin_s` seconds, with the mean running
+    requests; returns (fig, rows)"""
+    import matplotlib.pyplot as plt
+    rows = _throughput_rows(run, bin_s)
     fig, ax = plt.subplots(figsize=(7.5, 3.4)); ax2 = ax.twinx()
     ax.step([r['t'] for r in rows], [r['output_tokens_per_s'] for r in rows], where='post',
             label='output tokens/s')

@@ -49,6 +49,15 @@ def padded_scores_bytes(step: dict, num_q_heads: int) -> int:
     decodes = step.get('decodes', 0)
     return ((step['seqs'] - decodes) * step['max_q'] + decodes) * num_q_heads * step['max_context'] * 4
 
+# %% ../../nbs/09_serving_benchmark.ipynb #d02418f5
+def _workspace_rows(llm: LLM) -> list[dict]:
+    "The gather workspace the backend keeps, beside its bound (the budget's workspace term); [] if none"
+    ws = llm.backend.workspace
+    if ws is None or ws.k is None: return []
+    return [dict(term='gather workspace (kept)', measured=2 * ws.k.numel() * ws.k.element_size(),
+                 chapter00=llm.workspace_bytes, padded_scores=None,
+                 how="buffers after the run; chapter00: their bound, the budget's workspace term")]
+
 # %% ../../nbs/09_serving_benchmark.ipynb #3e545f91
 def _fixed_memory_rows(run: Run, llm: LLM) -> list[dict]:
     "The measured weights, KV pool, process baseline and kept gather workspace beside chapter 00's terms"
@@ -62,12 +71,7 @@ def _fixed_memory_rows(run: Run, llm: LLM) -> list[dict]:
                  padded_scores=None, how='cache tensors'),
             dict(term='process baseline', measured=run.memory_baseline, chapter00=None, padded_scores=None,
                  how='interpreter + torch + weights + pool, before the clock')]
-    ws = llm.backend.workspace
-    if ws is not None and ws.k is not None:
-        rows.append(dict(term='gather workspace (kept)', measured=2 * ws.k.numel() * ws.k.element_size(),
-                         chapter00=llm.workspace_bytes, padded_scores=None,
-                         how="buffers after the run; chapter00: their bound, the budget's workspace term"))
-    return rows
+    return rows + _workspace_rows(llm)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #7525d56c
 def _step_peak_rows(run: Run, llm: LLM) -> list[dict]:
@@ -85,6 +89,7 @@ def _step_peak_rows(run: Run, llm: LLM) -> list[dict]:
                          how=f"{top['tokens']} tokens of {top['seqs']} sequences"))
     return rows
 
+# %% ../../nbs/09_serving_benchmark.ipynb #08b08ae8
 def process_memory_rows(run: Run, llm: LLM) -> list[dict]:
     """Measured weights, KV pool, baseline, gather workspace and the largest prefill and decode step peaks
     beside chapter 00's predictions"""

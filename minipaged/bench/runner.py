@@ -43,6 +43,7 @@ def run_config(llm: LLM) -> dict:
         kv_pool_bytes=cfg.num_blocks * cfg.block_size * shape.kv_bytes_per_token,
         watermark_blocks=llm.scheduler.watermark_blocks, torch_threads=torch.get_num_threads())
 
+# %% ../../nbs/09_serving_benchmark.ipynb #bce3f994
 @dataclass
 class Run:
     """One served workload: per-request records, one snapshot per step, the KV high-water snapshot, the
@@ -56,17 +57,7 @@ class Run:
     counters: dict
     memory_baseline: int | None = None
 
-# %% ../../nbs/09_serving_benchmark.ipynb #1d988c00
-def _record(out, spec: RequestSpec, t0: float) -> RequestRecord:
-    "The record of a finished request, from its output and its declared spec (times since `t0`)"
-    m, c = out.metrics, out.outputs[0]
-    status = {'stop': 'completed', 'length': 'completed', 'cancelled': 'cancelled',
-              'rejected': 'rejected'}.get(c.finish_reason, 'failed')
-    return RequestRecord(spec.index, len(spec.prompt), len(c.token_ids), spec.arrival,
-                         [t - t0 for t in m['token_times'][0]], status, c.finish_reason,
-                         m['num_cached_tokens'], m['num_preemptions'], spec.shared_prefix,
-                         m.get('reject_reason'))
-
+# %% ../../nbs/09_serving_benchmark.ipynb #94bd5718
 def _sampling(w: Workload, spec: RequestSpec) -> SamplingParams:
     "The sampling parameters of a declared request: its output budget, greedy or seeded, the stop rule"
     return SamplingParams(max_tokens=spec.max_tokens, temperature=w.temperature, seed=w.seed + spec.index,
@@ -82,6 +73,15 @@ def _submit(llm: LLM, w: Workload, s: RequestSpec, t0: float) -> RequestRecord |
                              shared_prefix=s.shared_prefix, reason=str(e))
     return None
 
+# %% ../../nbs/09_serving_benchmark.ipynb #ba382c0f
+def _new_tokens(outs, seen: dict) -> int:
+    "Tokens that the outputs `outs` of one step added; `seen` ({request id: tokens so far}) is updated"
+    new = 0
+    for o in outs:
+        n = len(o.outputs[0].token_ids)
+        new += n - seen.get(o.request_id, 0); seen[o.request_id] = n
+    return new
+
 # %% ../../nbs/09_serving_benchmark.ipynb #fe86a222
 def _run_step(llm: LLM, memory: ProcessMemory | None, seen: dict, t0: float) -> tuple[dict, dict, list]:
     "One timed step: its row, its KV snapshot (stamped `t`) and its finished outputs; `seen` counts tokens"
@@ -91,16 +91,14 @@ def _run_step(llm: LLM, memory: ProcessMemory | None, seen: dict, t0: float) -> 
     outs = llm.step()
     end = time.perf_counter()
     peak = memory.peak() if memory else None
-    new_tokens = 0
-    for o in outs:
-        n = len(o.outputs[0].token_ids)
-        new_tokens += n - seen.get(o.request_id, 0); seen[o.request_id] = n
+    new_tokens = _new_tokens(outs, seen)
     snap = kv_breakdown(llm, with_lengths=True)
     check_memory_identity(snap, llm)
     row = dict(t=end - t0, step_ms=(end - start) * 1e3, new_tokens=new_tokens, **plan_record(llm.last_batch),
                **{k: v for k, v in snap.items() if k != 'lengths'}, rss_before=before, rss_peak=peak)
     return row, dict(snap, t=end - t0), [o for o in outs if o.finished]
 
+# %% ../../nbs/09_serving_benchmark.ipynb #1d988c00
 def _counters_since(llm: LLM, counters0: dict, bm0: dict) -> dict:
     "The scheduler's and the block manager's counters since the snapshots `counters0` and `bm0`"
     counters = {k: v - counters0.get(k, 0) for k, v in llm.scheduler.counters.items()}
@@ -108,16 +106,54 @@ def _counters_since(llm: LLM, counters0: dict, bm0: dict) -> dict:
     return counters | {k: bm[k] - bm0[k]
                        for k in ('prefix_hit_tokens', 'prefix_query_tokens', 'cow_copies', 'evictions')}
 
+# %% ../../nbs/09_serving_benchmark.ipynb #65858a37
+def _record(out, spec: RequestSpec, t0: float) -> RequestRecord:
+    "The record of a finished request, from its output and its declared spec (times since `t0`)"
+    m, c = out.metrics, out.outputs[0]
+    status = {'stop': 'completed', 'length': 'completed', 'cancelled': 'cancelled',
+              'rejected': 'rejected'}.get(c.finish_reason, 'failed')
+    return RequestRecord(spec.index, len(spec.prompt), len(c.token_ids), spec.arrival,
+                         [t - t0 for t in m['token_times'][0]], status, c.finish_reason,
+                         m['num_cached_tokens'], m['num_preemptions'], spec.shared_prefix,
+                         m.get('reject_reason'))
+
+# %% ../../nbs/09_serving_benchmark.ipynb #cca68cd1
+def _schedule(workload: Workload, vocab_size: int) -> tuple[dict, list, list]:
+    "The declared requests {index: spec}, the specs in arrival order, the (time, index) cancellations"
+    specs = {s.index: s for s in workload_requests(workload, vocab_size)}
+    order = sorted(specs.values(), key=lambda s: (s.arrival, s.index))
+    cancels = sorted((s.cancel_at, s.index) for s in order if s.cancel_at is not None)
+    return specs, order, cancels
+
+# %% ../../nbs/09_serving_benchmark.ipynb #b5d05ae9
+def _warm_up(llm: LLM) -> tuple[dict, dict]:
+    "Serve one one-token prompt off the clock; the scheduler's and the block manager's counters after it"
+    llm.generate([[3]], SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True), use_tqdm=False)
+    return dict(llm.scheduler.counters), llm.block_manager.metrics()
+
+# %% ../../nbs/09_serving_benchmark.ipynb #28844dc9
+def _submit_due(llm: LLM, w: Workload, order: list, i: int, now: float, t0: float, live: set, done) -> int:
+    "Submit the specs `order[i:]` that have arrived by `now` (live ones join `live`); the index of the next"
+    while i < len(order) and order[i].arrival <= now:
+        refused = _submit(llm, w, order[i], t0)
+        if refused is None: live.add(order[i].index)
+        else: done(refused)
+        i += 1
+    return i
+
+# %% ../../nbs/09_serving_benchmark.ipynb #35bc0f7f
+def _cancel_due(llm: LLM, cancels: list, live: set, now: float) -> None:
+    "Abort the live requests whose cancellation time has come (`cancels`: (time, index) in order, consumed)"
+    while cancels and cancels[0][0] <= now:
+        idx = cancels.pop(0)[1]
+        if idx in live: llm.abort(idx)
+
 # %% ../../nbs/09_serving_benchmark.ipynb #fd0e72dd
 def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, progress=None) -> Run:
     """Serve `workload` on `llm` in real time; record every request and, after every step, the plan, the KV
     terms and the process memory"""
-    specs = {s.index: s for s in workload_requests(workload, llm.config.shape.vocab_size)}
-    order = sorted(specs.values(), key=lambda s: (s.arrival, s.index))
-    cancels = sorted((s.cancel_at, s.index) for s in order if s.cancel_at is not None)
-    warm_up = SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True)
-    llm.generate([[3]], warm_up, use_tqdm=False)
-    counters0, bm0 = dict(llm.scheduler.counters), llm.block_manager.metrics()
+    specs, order, cancels = _schedule(workload, llm.config.shape.vocab_size)
+    counters0, bm0 = _warm_up(llm)
     records, steps, live, seen, high_water, i = {}, [], set(), {}, None, 0
     baseline = memory.current() if memory else None
     def done(rec):
@@ -126,14 +162,8 @@ def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, pro
     t0 = time.perf_counter()
     while i < len(order) or llm.has_unfinished_requests():
         now = time.perf_counter() - t0
-        while i < len(order) and order[i].arrival <= now:
-            s = order[i]; i += 1
-            refused = _submit(llm, workload, s, t0)
-            if refused is None: live.add(s.index)
-            else: done(refused)
-        while cancels and cancels[0][0] <= now:
-            idx = cancels.pop(0)[1]
-            if idx in live: llm.abort(idx)
+        i = _submit_due(llm, workload, order, i, now, t0, live, done)
+        _cancel_due(llm, cancels, live, now)
         if not llm.has_unfinished_requests():
             if i < len(order): time.sleep(max(0.0, order[i].arrival - (time.perf_counter() - t0)))
             continue
@@ -145,25 +175,32 @@ def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, pro
     return Run(workload, run_config(llm), [records[k] for k in sorted(records)], steps, high_water or {},
                duration, _counters_since(llm, counters0, bm0), baseline)
 
+# %% ../../nbs/09_serving_benchmark.ipynb #2567b9a6
+def _step_summary(steps: list[dict]) -> dict:
+    "From the step rows: most and mean running, mean waste per sequence, prompt tokens computed, the limit"
+    limits = Counter(x.get('limit') for x in steps if x.get('limit'))
+    live = [x for x in steps if x['sequences']]
+    return dict(max_running=max((x.get('running', 0) for x in steps), default=0),
+                mean_running=float(np.mean([x.get('running', 0) for x in live])) if live else 0.0,
+                mean_waste_per_seq=float(np.mean([x['wasted'] / x['sequences'] for x in live]))
+                if live else 0.0,
+                prefill_tokens=sum(x.get('tokens', 0) - x.get('decodes', 0) for x in steps), steps=len(steps),
+                limited_by=limits.most_common(1)[0][0] if limits else 'arrivals')
+
 # %% ../../nbs/09_serving_benchmark.ipynb #828b29c9
 def run_summary(run: Run, slo: SLO = SLO()) -> dict:
     """`summarize` of the run's records plus concurrency, the KV high-water mark, prefix hits, preemptions
     and the limiting resource"""
-    s = summarize(run.records, run.duration, slo)
-    st, hw, pool = run.steps, run.high_water, run.config['num_blocks'] * run.config['block_size']
-    limits = Counter(x.get('limit') for x in st if x.get('limit'))
+    s, st, hw = summarize(run.records, run.duration, slo), _step_summary(run.steps), run.high_water
     used = hw.get('useful', 0) + hw.get('wasted', 0)
-    live = [x for x in st if x['sequences']]
-    return s | dict(
-        max_running=max((x.get('running', 0) for x in st), default=0),
-        mean_running=float(np.mean([x.get('running', 0) for x in live])) if live else 0.0,
-        kv_high_water_slots=used, kv_high_water_frac=used / pool,
-        waste_at_high_water=hw.get('wasted', 0) / used if used else 0.0,
-        mean_waste_per_seq=float(np.mean([x['wasted'] / x['sequences'] for x in live])) if live else 0.0,
-        prefix_hit_tokens=run.counters['prefix_hit_tokens'],
-        prefill_tokens=sum(x.get('tokens', 0) - x.get('decodes', 0) for x in st),
-        preemptions=run.counters['preemptions'], steps=len(st),
-        limited_by=limits.most_common(1)[0][0] if limits else 'arrivals')
+    pool = run.config['num_blocks'] * run.config['block_size']
+    return s | dict(max_running=st['max_running'], mean_running=st['mean_running'],
+                    kv_high_water_slots=used, kv_high_water_frac=used / pool,
+                    waste_at_high_water=hw.get('wasted', 0) / used if used else 0.0,
+                    mean_waste_per_seq=st['mean_waste_per_seq'],
+                    prefix_hit_tokens=run.counters['prefix_hit_tokens'],
+                    prefill_tokens=st['prefill_tokens'], preemptions=run.counters['preemptions'],
+                    steps=st['steps'], limited_by=st['limited_by'])
 
 # %% ../../nbs/09_serving_benchmark.ipynb #29f1d708
 def repeat(make_llm, workload: Workload, repetitions: int = 3, slo: SLO = SLO(),
@@ -172,6 +209,7 @@ def repeat(make_llm, workload: Workload, repetitions: int = 3, slo: SLO = SLO(),
     check_positive('repetitions', repetitions)
     return [serve(make_llm(), workload, memory, progress) for _ in range(repetitions)]
 
+# %% ../../nbs/09_serving_benchmark.ipynb #557bd618
 SPREAD_KEYS = ('request_throughput', 'output_throughput', 'goodput', 'ttft_median_ms', 'ttft_p99_ms',
                'tpot_median_ms', 'itl_p99_ms', 'e2e_median_ms')
 

@@ -33,17 +33,22 @@ class LengthDist:
         if self.kind not in LENGTH_KINDS: raise ValueError(f"kind must be one of {', '.join(LENGTH_KINDS)}, "
                                                            f"got {self.kind!r}")
         object.__setattr__(self, 'values', tuple(int(v) for v in self.values))
-        if self.kind == 'fixed': check_positive('value', self.value)
-        if self.kind in ('uniform', 'lognormal'):
-            check_positive('low', self.low); check_positive('high', self.high)
-            if self.low > self.high: raise ValueError(f"low must be <= high, got low={self.low}, "
-                                                      f"high={self.high}")
-        if self.kind == 'lognormal' and not (self.median > 0 and self.sigma >= 0):
-            raise ValueError(f"median must be > 0 and sigma >= 0, got median={self.median}, "
-                             f"sigma={self.sigma}")
-        if self.kind == 'trace':
-            if not self.values: raise ValueError("values must hold at least one length for a trace")
-            for v in self.values: check_positive('trace length', v)
+        self._check_params()
+
+# %% ../../nbs/09_serving_benchmark.ipynb #777410cf
+@patch_to(LengthDist)
+def _check_params(self) -> None:
+    "A ValueError naming the first parameter of this kind that is out of range"
+    if self.kind == 'fixed': check_positive('value', self.value)
+    if self.kind in ('uniform', 'lognormal'):
+        check_positive('low', self.low); check_positive('high', self.high)
+        if self.low > self.high:
+            raise ValueError(f"low must be <= high, got low={self.low}, high={self.high}")
+    if self.kind == 'lognormal' and not (self.median > 0 and self.sigma >= 0):
+        raise ValueError(f"median must be > 0 and sigma >= 0, got median={self.median}, sigma={self.sigma}")
+    if self.kind == 'trace':
+        if not self.values: raise ValueError("values must hold at least one length for a trace")
+        for v in self.values: check_positive('trace length', v)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #d1b92fba
 def sample_lengths(dist: LengthDist, n: int, rng: np.random.Generator) -> list[int]:
@@ -56,23 +61,35 @@ def sample_lengths(dist: LengthDist, n: int, rng: np.random.Generator) -> list[i
         return np.clip(x, dist.low, dist.high).astype(int).tolist()
     return [dist.values[i % len(dist.values)] for i in range(n)]
 
+# %% ../../nbs/09_serving_benchmark.ipynb #8f3ae7ae
+def _trace_rows(path: Path, column: str) -> list:
+    "The rows of a trace file: a CSV's dicts, a JSON list, or the `column` list of a JSON object"
+    try: text = path.read_text()
+    except FileNotFoundError: raise ValueError(f"trace: no such file {path}") from None
+    if path.suffix.lower() == '.csv': return list(csv.DictReader(io.StringIO(text)))
+    try: rows = json.loads(text)
+    except json.JSONDecodeError as e: raise ValueError(f"trace: {path} is not valid JSON ({e})") from None
+    return rows.get(column, []) if isinstance(rows, dict) else rows
+
 # %% ../../nbs/09_serving_benchmark.ipynb #3930b5bb
 def lengths_from_trace(path, column: str = 'prompt_len') -> LengthDist:
     """A trace `LengthDist` read from a JSON list (of ints or objects) or a CSV with a header; `column`
     names the field"""
-    path = Path(path)
-    try: text = path.read_text()
-    except FileNotFoundError: raise ValueError(f"trace: no such file {path}") from None
-    if path.suffix.lower() == '.csv':
-        rows = list(csv.DictReader(io.StringIO(text)))
-    else:
-        try: rows = json.loads(text)
-        except json.JSONDecodeError as e: raise ValueError(f"trace: {path} is not valid JSON ({e})") from None
-        if isinstance(rows, dict): rows = rows.get(column, [])
+    path = Path(path); rows = _trace_rows(path, column)
     if not isinstance(rows, list) or not rows: raise ValueError(f"trace: {path} holds no lengths")
     try: values = [int(r) if not isinstance(r, dict) else int(r[column]) for r in rows]
     except KeyError: raise ValueError(f"trace: {path} has no column {column!r}") from None
     return LengthDist('trace', values=values)
+
+# %% ../../nbs/09_serving_benchmark.ipynb #9e3f0e7a
+def _gamma_shape(arrival: str, rate: float, burstiness: float) -> float:
+    "The gamma shape of the gaps (1 for Poisson); a ValueError unless rate and burstiness are > 0 and finite"
+    if not (rate > 0 and math.isfinite(rate)):
+        raise ValueError(f"rate must be > 0 requests per second and finite, got {rate}")
+    shape = 1.0 if arrival == 'poisson' else burstiness
+    if not (shape > 0 and math.isfinite(shape)):
+        raise ValueError(f"burstiness must be > 0 and finite, got {burstiness}")
+    return shape
 
 # %% ../../nbs/09_serving_benchmark.ipynb #f30cdbab
 ARRIVALS = ('all_at_once', 'poisson', 'gamma')
@@ -85,11 +102,7 @@ def arrival_times(n: int, arrival: str = 'poisson', rate: float = 1.0, burstines
     if arrival not in ARRIVALS: raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got "
                                                  f"{arrival!r}")
     if arrival == 'all_at_once': return [0.0] * n
-    if not (rate > 0 and math.isfinite(rate)): raise ValueError("rate must be > 0 requests per second and "
-                                                                f"finite, got {rate}")
-    shape = 1.0 if arrival == 'poisson' else burstiness
-    if not (shape > 0 and math.isfinite(shape)): raise ValueError("burstiness must be > 0 and finite, got "
-                                                                  f"{burstiness}")
+    shape = _gamma_shape(arrival, rate, burstiness)
     gaps = (rng or np.random.default_rng()).gamma(shape, 1.0 / (rate * shape), size=n - 1)
     return [0.0] + np.cumsum(gaps).tolist()
 
@@ -110,18 +123,22 @@ class Workload:
     cancel_frac: float = 0.0                  # fraction of requests the client cancels ...
     cancel_after: float = 1.0                 # ... this many seconds after they arrive
     temperature: float = 0.0                  # 0: greedy
-    seed: int = 0
+    seed: int = 0                             # of the random streams that draw the requests
 
     def __post_init__(self):
         check_positive('num_requests', self.num_requests)
-        if self.arrival not in ARRIVALS:
-            raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
-        if self.arrival != 'all_at_once' and not (self.rate > 0 and math.isfinite(self.rate)):
-            raise ValueError(f"rate must be > 0 requests per second and finite, got {self.rate}")
-        if not (self.burstiness > 0 and math.isfinite(self.burstiness)):
-            raise ValueError(f"burstiness must be > 0 and finite, got {self.burstiness}")
-        self._read_lengths()
-        self._check_prefix_and_sampling()
+        self._check_arrivals(); self._read_lengths(); self._check_prefix_and_sampling()
+
+# %% ../../nbs/09_serving_benchmark.ipynb #385e16e6
+@patch_to(Workload)
+def _check_arrivals(self) -> None:
+    "Check the arrival process, its rate and its burstiness; a ValueError names a bad one"
+    if self.arrival not in ARRIVALS:
+        raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
+    if self.arrival != 'all_at_once' and not (self.rate > 0 and math.isfinite(self.rate)):
+        raise ValueError(f"rate must be > 0 requests per second and finite, got {self.rate}")
+    if not (self.burstiness > 0 and math.isfinite(self.burstiness)):
+        raise ValueError(f"burstiness must be > 0 and finite, got {self.burstiness}")
 
 # %% ../../nbs/09_serving_benchmark.ipynb #16aab871
 @patch_to(Workload)
@@ -134,6 +151,7 @@ def _read_lengths(self) -> None:
             except ValueError as e: raise ValueError(f"{k}: {e}") from None
         elif not isinstance(v, LengthDist): raise ValueError(f"{k} must be a LengthDist, got {v!r}")
 
+# %% ../../nbs/09_serving_benchmark.ipynb #c03cf88b
 @patch_to(Workload)
 def _check_prefix_and_sampling(self) -> None:
     "Check the shared prefix, the cancellations, the temperature and the seed; a ValueError names a bad one"
@@ -149,11 +167,12 @@ def _check_prefix_and_sampling(self) -> None:
     if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
 
-# %% ../../nbs/09_serving_benchmark.ipynb #94acb827
+# %% ../../nbs/09_serving_benchmark.ipynb #21393584
 def workload_to_json(w: Workload) -> str:
     "The workload as JSON (every field, the length distributions included)"
     return json.dumps(asdict(w), indent=2)
 
+# %% ../../nbs/09_serving_benchmark.ipynb #8fb994ac
 _WORKLOAD_JSON = dict(num_requests=int, arrival=str, rate=float, burstiness=float, prompt_len=dict,
                       output_len=dict, shared_prefix_frac=float, shared_prefix_len=int,
                       stop_token_id=(int, None), cancel_frac=float, cancel_after=float, temperature=float,
@@ -162,13 +181,16 @@ _LENGTH_JSON = dict(kind=str, value=int, low=int, high=int, median=float, sigma=
 _JSON_KINDS = {int: 'an integer', float: 'a finite number', str: 'a string', dict: 'an object',
                list: 'a list of integers', (int, None): 'an integer or null'}
 
+# %% ../../nbs/09_serving_benchmark.ipynb #94acb827
 def _json_fits(v, kind) -> bool:
+    "Whether the JSON value `v` is of `kind` (a type of the schema, or (int, None) for an optional integer)"
     if kind == (int, None): return v is None or _json_fits(v, int)
     if isinstance(v, bool): return False
     if kind is float: return isinstance(v, (int, float)) and math.isfinite(v)
     if kind is list: return isinstance(v, list) and all(_json_fits(x, int) for x in v)
     return isinstance(v, kind)
 
+# %% ../../nbs/09_serving_benchmark.ipynb #9ac6d188
 def _check_json(d, schema: dict, where: str) -> None:
     """A ValueError naming `where` and the field, unless `d` is an object of `schema`'s fields ({name:
     kind}) with values of their kinds"""
@@ -180,18 +202,21 @@ def _check_json(d, schema: dict, where: str) -> None:
         if not _json_fits(v, schema[k]): raise ValueError(f"{where}: {k} must be {_JSON_KINDS[schema[k]]}, "
                                                           f"got {json.dumps(v)[:40]}")
 
+# %% ../../nbs/09_serving_benchmark.ipynb #6fa12f90
+def _json_text(text_or_path) -> str:
+    "The JSON text itself, or the text of the file it names; a ValueError says why a file cannot be read"
+    text = str(text_or_path)
+    if text.lstrip().startswith('{'): return text
+    try: return Path(text).read_text()
+    except FileNotFoundError: raise ValueError(f"workload: no such file {text_or_path}") from None
+    except UnicodeDecodeError: raise ValueError(f"workload: {text_or_path} is not a text file") from None
+    except OSError as e: raise ValueError(f"workload: cannot read {text_or_path} ({e.strerror})") from None
+
 # %% ../../nbs/09_serving_benchmark.ipynb #bd2a3e90
 def workload_from_json(text_or_path) -> Workload:
     """A `Workload` from JSON text or a path to a JSON file; a bad field, value or file is a `ValueError`
     that names it"""
-    text = str(text_or_path)
-    if not text.lstrip().startswith('{'):
-        try: text = Path(text).read_text()
-        except FileNotFoundError: raise ValueError(f"workload: no such file {text_or_path}") from None
-        except UnicodeDecodeError: raise ValueError(f"workload: {text_or_path} is not a text file") from None
-        except OSError as e:
-            raise ValueError(f"workload: cannot read {text_or_path} ({e.strerror})") from None
-    try: d = json.loads(text)
+    try: d = json.loads(_json_text(text_or_path))
     except json.JSONDecodeError as e: raise ValueError(f"workload: not valid JSON ({e})") from None
     _check_json(d, _WORKLOAD_JSON, 'workload')
     for k in ('prompt_len', 'output_len'):
@@ -211,6 +236,7 @@ class RequestSpec:
     cancel_at: float | None        # seconds after the run starts, or None
     shared_prefix: bool
 
+# %% ../../nbs/09_serving_benchmark.ipynb #42515d9d
 def workload_requests(w: Workload, vocab_size: int) -> list[RequestSpec]:
     "The requests `w` declares for a model with `vocab_size` token ids, identical for an identical workload"
     check_positive('vocab_size', vocab_size)
