@@ -44,6 +44,7 @@ class AttentionBackend:
 
 BACKENDS = ('auto', 'torch', 'sdpa', 'triton')
 
+# %% ../../nbs/07_model.ipynb #6ae0c00d
 def select_attention_backend(name: str = 'auto', device: str | torch.device = 'cpu',
                              clean_pages: bool = False) -> AttentionBackend:
     """The attention backend `name`: 'torch', 'sdpa', 'triton' or 'auto' (Triton on a GPU, SDPA on pages
@@ -59,6 +60,12 @@ def select_attention_backend(name: str = 'auto', device: str | torch.device = 'c
     from minipaged.attention.triton import triton_paged_decode_attention, triton_paged_prefill_attention
     return AttentionBackend('triton', triton_paged_decode_attention, triton_paged_prefill_attention)
 
+# %% ../../nbs/07_model.ipynb #37686563
+def _planned(backend: AttentionBackend, bt, cl, k_cache, cu=None) -> dict:
+    "A call's keyword arguments: the backend's plan for these block tables and lengths, if it plans"
+    if backend.plan is None: return {}
+    return dict(plan=backend.plan(bt, cl, k_cache) if cu is None else backend.plan(bt, cl, k_cache, cu))
+
 # %% ../../nbs/07_model.ipynb #c6b33ed0
 def attention_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache: torch.Tensor) -> list[tuple]:
     """The step's attention calls, the same for every layer: (function, rows of q, arguments after the caches,
@@ -67,29 +74,12 @@ def attention_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache:
     D = S if meta.is_decode else meta.num_decodes
     calls = []
     if D:
-        bt, cl = (
-            (meta.block_tables, meta.context_lens)
-            if D == S
-            else (meta.block_tables[:D], meta.context_lens[:D])
-        )
-        calls.append(
-            (
-                backend.decode,
-                slice(0, D),
-                (bt, cl),
-                dict(plan=backend.plan(bt, cl, k_cache)) if backend.plan else {},
-            )
-        )
+        bt, cl = meta.block_tables, meta.context_lens
+        if D < S: bt, cl = bt[:D], cl[:D]
+        calls.append((backend.decode, slice(0, D), (bt, cl), _planned(backend, bt, cl, k_cache)))
     if D < S:
         bt, cl, cu = meta.block_tables[D:], meta.context_lens[D:], meta.cu_seqlens_q[D:] - D
-        calls.append(
-            (
-                backend.prefill,
-                slice(D, T),
-                (bt, cu, cl),
-                dict(plan=backend.plan(bt, cl, k_cache, cu)) if backend.plan else {},
-            )
-        )
+        calls.append((backend.prefill, slice(D, T), (bt, cu, cl), _planned(backend, bt, cl, k_cache, cu)))
     return calls
 
 # %% ../../nbs/07_model.ipynb #9e99e2d7

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['load_weights', 'load_model', 'save_model']
+__all__ = ['load_weights', 'save_model', 'load_model']
 
 # %% ../../nbs/07_model.ipynb #imp25720
 import json
@@ -30,6 +30,7 @@ def _weight_files(path: Path) -> list[Path]:
     if (path / 'model.safetensors').exists(): return [path / 'model.safetensors']
     raise ValueError(f"checkpoint: no model.safetensors or model.safetensors.index.json in {path}")
 
+# %% ../../nbs/07_model.ipynb #8302d30f
 def load_weights(path) -> dict[str, torch.Tensor]:
     "Every tensor of a checkpoint directory's safetensors files"
     from safetensors.torch import load_file
@@ -40,6 +41,29 @@ def load_weights(path) -> dict[str, torch.Tensor]:
         except Exception as e:
             raise ValueError(f"checkpoint: cannot read {f.name} ({type(e).__name__}: {e})") from None
     return state
+
+# %% ../../nbs/07_model.ipynb #2a073acf
+def save_model(model: CausalLM, path) -> Path:
+    "Write `model` as a Hugging Face checkpoint directory (config.json + model.safetensors)"
+    from safetensors.torch import save_file
+    path = Path(path); path.mkdir(parents=True, exist_ok=True)
+    (path / 'config.json').write_text(json.dumps(config_to_hf(model.config), indent=2))
+    state = {
+        k: v.contiguous()
+        for k, v in model.state_dict().items()
+        if not (model.config.shape.tie_word_embeddings and k == 'lm_head.weight')
+    }
+    save_file(state, str(path / 'model.safetensors'))
+    return path
+
+# %% ../../nbs/07_model.ipynb #1b3e55d8
+def _check_tensors(path, wanted: set, got: set) -> None:
+    "A checkpoint must hold the model's tensors, no more and no fewer"
+    missing, unexpected = wanted - got, got - wanted
+    if missing: raise ValueError(f"checkpoint: {path} lacks {len(missing)} tensors, e.g. "
+                                 f"{sorted(missing)[:3]}")
+    if unexpected: raise ValueError(f"checkpoint: {path} has unexpected tensors, e.g. "
+                                    f"{sorted(unexpected)[:3]}")
 
 # %% ../../nbs/07_model.ipynb #7d40d8a2
 def load_model(path, dtype: str | torch.dtype | None = None, device='cpu') -> CausalLM:
@@ -54,24 +78,7 @@ def load_model(path, dtype: str | torch.dtype | None = None, device='cpu') -> Ca
     if cfg.shape.tie_word_embeddings: state.pop('lm_head.weight', None)
     with torch.device('meta'): m = CausalLM(cfg)
     wanted = {k for k in m.state_dict() if not (cfg.shape.tie_word_embeddings and k == 'lm_head.weight')}
-    missing, unexpected = wanted - set(state), set(state) - wanted
-    if missing: raise ValueError(f"checkpoint: {path} lacks {len(missing)} tensors, e.g. "
-                                 f"{sorted(missing)[:3]}")
-    if unexpected: raise ValueError(f"checkpoint: {path} has unexpected tensors, e.g. "
-                                    f"{sorted(unexpected)[:3]}")
+    _check_tensors(path, wanted, set(state))
     m = CausalLM(cfg).to(getattr(torch, cfg.shape.dtype))
     m.load_state_dict(state, strict=False)
     return m.to(device).eval()
-
-def save_model(model: CausalLM, path) -> Path:
-    "Write `model` as a Hugging Face checkpoint directory (config.json + model.safetensors)"
-    from safetensors.torch import save_file
-    path = Path(path); path.mkdir(parents=True, exist_ok=True)
-    (path / 'config.json').write_text(json.dumps(config_to_hf(model.config), indent=2))
-    state = {
-        k: v.contiguous()
-        for k, v in model.state_dict().items()
-        if not (model.config.shape.tie_word_embeddings and k == 'lm_head.weight')
-    }
-    save_file(state, str(path / 'model.safetensors'))
-    return path

@@ -27,6 +27,18 @@ def _compute_dtype(dtype) -> str | None:
                                                     f"{dtype!r}")
     return name
 
+# %% ../../nbs/08_engine.ipynb #196978ff
+def _check_choice(k: str, v) -> None:
+    "Refuse a setting `k` that is not one of its CHOICES"
+    if v not in CHOICES[k]:
+        raise ValueError(f"{k} must be one of {', '.join(map(repr, CHOICES[k]))}, got {v!r}")
+
+def _device_name(device) -> str:
+    "The name of a torch device (`'cuda:1'`, `torch.device('cpu')`), or an error"
+    try: return str(torch.device(device))
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got {device!r}") from None
+
 # %% ../../nbs/08_engine.ipynb #19dc2a6d
 @dataclass(frozen=True)
 class EngineConfig:
@@ -55,12 +67,6 @@ class EngineConfig:
             if getattr(self, k) is not None: put(k, check_int(k, getattr(self, k), 1, 2**62))
         for k in ('enable_prefix_caching', 'enable_chunked_prefill'): check_bool(k, getattr(self, k))
         put('seed', check_int('seed', self.seed, 0, 2**63 - 1))
-        for k, allowed in CHOICES.items():
-            v = getattr(self, k)
-            if v not in allowed:
-                raise ValueError(f"{k} must be one of {', '.join(map(repr, allowed))}, got {v!r}")
-        try: put('device', str(torch.device(self.device)))
-        except (RuntimeError, TypeError):
-            raise ValueError("device must name a torch device such as 'cpu' or 'cuda', "
-                             f"got {self.device!r}") from None
+        for k in CHOICES: _check_choice(k, getattr(self, k))
+        put('device', _device_name(self.device))
         put('dtype', _compute_dtype(self.dtype))

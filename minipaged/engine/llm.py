@@ -25,28 +25,7 @@ from .sampler import sample_tokens, SamplingParams
 from .config import EngineConfig
 
 # %% auto #0
-__all__ = ['CompletionOutput', 'RequestOutput', 'LLM', 'available_memory']
-
-# %% ../../nbs/08_engine.ipynb #283163eb
-@dataclass
-class CompletionOutput:
-    "One sample of a request"
-    index: int
-    token_ids: list[int]
-    text: str | None
-    finish_reason: str | None
-    cumulative_logprob: float | None = None
-    error: str | None = None          # why it ended, when finish_reason is 'aborted'; or why `text` is None
-
-@dataclass
-class RequestOutput:
-    "A request's prompt, its samples so far, whether it is finished, and its timestamps"
-    request_id: object
-    prompt: str | None
-    prompt_token_ids: list[int]
-    outputs: list[CompletionOutput]
-    finished: bool
-    metrics: dict = field(default_factory=dict)
+__all__ = ['LLM', 'available_memory', 'CompletionOutput', 'RequestOutput']
 
 # %% ../../nbs/08_engine.ipynb #05c96d49
 class LLM:
@@ -63,26 +42,13 @@ class LLM:
         self.budget = None
         cfg = self.engine_config = self._resolve(cfg)       # what runs: what it left to the engine, decided
         self._check_pool_fits()
-        s, B, n = self.config.shape, cfg.block_size, cfg.num_blocks
-        ctx = CacheKeyContext(model_id=self.model_id, model_version=self.model_version, kv_dtype=s.kv_dtype,
-                              kv_layout=f'paged[{B}]x{s.num_kv_heads}x{s.head_dim}')
-        if cfg.allocator == 'paged':
-            self.block_manager = BlockManager(n, B, enable_prefix_caching=cfg.enable_prefix_caching,
-                                              context=ctx, record_fresh=True)
-        else:
-            self.block_manager = ReservationManager(n, B, max_model_len=cfg.max_model_len, record_fresh=True)
+        self.block_manager = self._make_block_manager(cfg)
         self.scheduler = Scheduler(self.block_manager, max_num_seqs=cfg.max_num_seqs,
                                    max_num_batched_tokens=cfg.max_num_batched_tokens,
                                    max_model_len=cfg.max_model_len, policy=cfg.policy,
                                    enable_chunked_prefill=cfg.enable_chunked_prefill, batching=cfg.batching)
-        self.kv_caches = allocate_model_cache(self.config, n, B, device=self.device)
-        self.stop_ids = frozenset(self.config.eos_token_ids)
-        self.last_batch: ScheduledBatch | None = None   # the last step's plan, with chapter 06's decisions
-        self._ids = itertools.count()
-        self._groups: dict = {}            # request_id -> the user-level request: params, samples, prompt
-        # finished outputs of requests `generate` did not add, for the next step()
-        self._stash: list = []
-        self._rng = torch.Generator().manual_seed(cfg.seed)
+        self.kv_caches = allocate_model_cache(self.config, cfg.num_blocks, cfg.block_size, device=self.device)
+        self._init_requests(cfg)
 
 # %% ../../nbs/08_engine.ipynb #e058806e
 @patch_to(LLM)
@@ -106,28 +72,19 @@ def _check_settings(self, model, config, tokenizer, settings: dict) -> EngineCon
         raise ValueError(f"tokenizer must have encode and decode methods, got {type(tokenizer).__name__}")
     return cfg
 
-def available_memory(device) -> int | None:
-    """Bytes free on `device` now: the free GPU memory, or Linux's `MemAvailable`; None where it cannot be
-    known"""
-    if torch.device(device).type == 'cuda': return torch.cuda.mem_get_info(torch.device(device))[0]
-    try:
-        with open('/proc/meminfo') as f:
-            return next(int(l.split()[1]) * 1024 for l in f if l.startswith('MemAvailable:'))
-    except (OSError, StopIteration): return None
-
+# %% ../../nbs/08_engine.ipynb #2d9e949d
 @patch_to(LLM)
-def _check_pool_fits(self) -> None:
-    """Refuse a `num_blocks` whose KV pool is larger than the memory free on the device, before the pool is
-    built"""
-    n, B = self.engine_config.num_blocks, self.engine_config.block_size
-    pool, free = n * B * self.config.shape.kv_bytes_per_token, available_memory(self.device)
-    if free is not None and pool > free:
-        raise ValueError(f"num_blocks {n}: a KV pool of {fmt_bytes(pool)} does not fit "
-                         f"in the {fmt_bytes(free)} free on {self.device}")
+def _model_version(self, model, m: CausalLM) -> str:
+    "The prefix cache's model version of `m`, loaded from `model`: its weight files, or this very object"
+    files = sorted(Path(model).glob('*.safetensors')) if isinstance(model, (str, Path)) else []
+    version = (';'.join(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files) if files
+               else f"in-memory:{id(m):x}")
+    return version + f";{next(m.parameters()).dtype}"
 
 # %% ../../nbs/08_engine.ipynb #3ba35f6d
 @patch_to(LLM)
 def _load(self, model, dtype: str | None, tokenizer):
+    "The model (a checkpoint's, a `ModelConfig`'s random one, the tiny default, or yours), tokenizer, name"
     if model is None: model = tiny_config()
     if isinstance(model, ModelConfig):
         if dtype and dtype != model.shape.dtype:                       # the model's own dtype changes nothing
@@ -136,10 +93,8 @@ def _load(self, model, dtype: str | None, tokenizer):
     elif isinstance(model, CausalLM):
         own = str(next(model.parameters()).dtype).removeprefix('torch.')
         if dtype and dtype != own:
-            raise ValueError(
-                f"dtype {dtype!r} differs from the CausalLM's own "
-                f"{own!r}: convert it yourself (model.to(...)) or pass a checkpoint or a ModelConfig"
-            )
+            raise ValueError(f"dtype {dtype!r} differs from the CausalLM's own {own!r}: convert it yourself "
+                             "(model.to(...)) or pass a checkpoint or a ModelConfig")
         m, name = model, model.config.shape.name
     else:
         path = Path(model)
@@ -147,33 +102,28 @@ def _load(self, model, dtype: str | None, tokenizer):
         if tokenizer is None and (path / 'tokenizer.json').exists():
             from tokenizers import Tokenizer
             tokenizer = Tokenizer.from_file(str(path / 'tokenizer.json'))
-    # The prefix cache's model version: the weight files' sizes and modification times for a checkpoint (a
-    # changed file is a new version), or this process's model object; the dtype is part of it too
-    files = sorted(Path(model).glob('*.safetensors')) if isinstance(model, (str, Path)) else []
-    self.model_version = (
-        ';'.join(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files)
-        if files
-        else f"in-memory:{id(m):x}"
-    ) + f";{next(m.parameters()).dtype}"
+    self.model_version = self._model_version(model, m)
     return m.to(self.device).eval(), tokenizer, name
 
-# %% ../../nbs/08_engine.ipynb #e702cadb
+# %% ../../nbs/08_engine.ipynb #e6918d14
 @patch_to(LLM)
-def _resolve(self, cfg: EngineConfig) -> EngineConfig:
-    "`cfg` with what it left to the engine decided: the context and dtype from the model, backend, pool"
-    P, L = self.config.max_position_embeddings, cfg.max_model_len
-    if L is not None and L > P:
-        raise ValueError(f"max_model_len must be at most the model's max_position_embeddings {P}, got {L}")
-    # the reservation baseline has no prefix cache, whatever the config asked
-    cfg = replace(cfg, max_model_len=L or P, attention_backend=self.backend.name,
-                  enable_prefix_caching=cfg.enable_prefix_caching and cfg.allocator == 'paged',
-                  dtype=str(next(self.model.parameters()).dtype).removeprefix('torch.'))
-    ws = self.backend.workspace                                # its bound first: the budget counts it
+def _bound_workspace(self, cfg: EngineConfig) -> None:
+    "Cap the backend's gather buffers (chapter 03b), if it has any, at what this engine's limits can ask"
+    ws = self.backend.workspace
     if ws is not None:
         ws.max_rows = gather_rows_bound(cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.max_model_len,
                                         cfg.block_size)
-    return cfg if cfg.num_blocks is not None else replace(cfg, num_blocks=self._blocks_from_budget(cfg))
 
+# %% ../../nbs/08_engine.ipynb #a14b7923
+@patch_to(LLM, as_prop=True)
+def workspace_bytes(self) -> int:
+    """The budget's workspace term: the backend's gather buffers at their bound (keys and values of one
+    layer), else 256 MiB on a GPU, else 0"""
+    s, ws = self.config.shape, self.backend.workspace
+    if ws is not None: return ws.max_rows * s.kv_bytes_per_token // s.num_layers
+    return 256 * MiB if self.device.type == 'cuda' else 0
+
+# %% ../../nbs/08_engine.ipynb #a2832dd3
 @patch_to(LLM)
 def _blocks_from_budget(self, cfg: EngineConfig) -> int:
     "The blocks of `cfg.block_size` slots that chapter 00's budget leaves for the KV pool"
@@ -191,25 +141,81 @@ def _blocks_from_budget(self, cfg: EngineConfig) -> int:
                          f"{terms} and the headroom")
     return n
 
-@patch_to(LLM, as_prop=True)
-def workspace_bytes(self) -> int:
-    """The budget's workspace term: the backend's gather buffers at their bound (keys and values of one
-    layer), else 256 MiB on a GPU, else 0"""
-    s, ws = self.config.shape, self.backend.workspace
-    if ws is not None: return ws.max_rows * s.kv_bytes_per_token // s.num_layers
-    return 256 * MiB if self.device.type == 'cuda' else 0
+# %% ../../nbs/08_engine.ipynb #e702cadb
+@patch_to(LLM)
+def _resolve(self, cfg: EngineConfig) -> EngineConfig:
+    "`cfg` with what it left to the engine decided: the context and dtype from the model, backend, pool"
+    P, L = self.config.max_position_embeddings, cfg.max_model_len
+    if L is not None and L > P:
+        raise ValueError(f"max_model_len must be at most the model's max_position_embeddings {P}, got {L}")
+    # the reservation baseline has no prefix cache, whatever the config asked
+    cfg = replace(cfg, max_model_len=L or P, attention_backend=self.backend.name,
+                  enable_prefix_caching=cfg.enable_prefix_caching and cfg.allocator == 'paged',
+                  dtype=str(next(self.model.parameters()).dtype).removeprefix('torch.'))
+    self._bound_workspace(cfg)                                 # its bound first: the budget counts it
+    return cfg if cfg.num_blocks is not None else replace(cfg, num_blocks=self._blocks_from_budget(cfg))
+
+# %% ../../nbs/08_engine.ipynb #c4885ffb
+def available_memory(device) -> int | None:
+    """Bytes free on `device` now: the free GPU memory, or Linux's `MemAvailable`; None where it cannot be
+    known"""
+    if torch.device(device).type == 'cuda': return torch.cuda.mem_get_info(torch.device(device))[0]
+    try:
+        with open('/proc/meminfo') as f:
+            return next(int(l.split()[1]) * 1024 for l in f if l.startswith('MemAvailable:'))
+    except (OSError, StopIteration): return None
+
+# %% ../../nbs/08_engine.ipynb #5f3b8b85
+@patch_to(LLM)
+def _check_pool_fits(self) -> None:
+    """Refuse a `num_blocks` whose KV pool is larger than the memory free on the device, before the pool is
+    built"""
+    n, B = self.engine_config.num_blocks, self.engine_config.block_size
+    pool, free = n * B * self.config.shape.kv_bytes_per_token, available_memory(self.device)
+    if free is not None and pool > free:
+        raise ValueError(f"num_blocks {n}: a KV pool of {fmt_bytes(pool)} does not fit "
+                         f"in the {fmt_bytes(free)} free on {self.device}")
+
+# %% ../../nbs/08_engine.ipynb #a31e36e5
+@patch_to(LLM)
+def _make_block_manager(self, cfg: EngineConfig):
+    "The pool's allocator: chapter 05's block manager (keyed for the prefix cache) or 05b's reservations"
+    s, B, n = self.config.shape, cfg.block_size, cfg.num_blocks
+    if cfg.allocator != 'paged':
+        return ReservationManager(n, B, max_model_len=cfg.max_model_len, record_fresh=True)
+    ctx = CacheKeyContext(model_id=self.model_id, model_version=self.model_version, kv_dtype=s.kv_dtype,
+                          kv_layout=f'paged[{B}]x{s.num_kv_heads}x{s.head_dim}')
+    return BlockManager(n, B, enable_prefix_caching=cfg.enable_prefix_caching, context=ctx, record_fresh=True)
+
+# %% ../../nbs/08_engine.ipynb #8345561a
+@patch_to(LLM)
+def _init_requests(self, cfg: EngineConfig) -> None:
+    "The engine's request state, empty; the stop tokens; the generator of the samples without a seed"
+    self.stop_ids = frozenset(self.config.eos_token_ids)
+    self.last_batch: ScheduledBatch | None = None   # the last step's plan, with chapter 06's decisions
+    self._ids = itertools.count()
+    self._groups: dict = {}            # request_id -> the user-level request: params, samples, prompt
+    # finished outputs of requests `generate` did not add, for the next step()
+    self._stash: list = []
+    self._rng = torch.Generator().manual_seed(cfg.seed)
+
+# %% ../../nbs/08_engine.ipynb #7b8ce126
+@patch_to(LLM)
+def _prompt_list(self, prompt) -> tuple:
+    "(the prompt as a list, its text): a string encoded by the tokenizer, an array listed; not checked yet"
+    if isinstance(prompt, str):
+        if self.tokenizer is None: raise ValueError("prompt is a string but this model has no tokenizer: "
+                                                    "pass token ids")
+        return self.tokenizer.encode(prompt).ids, prompt
+    # a NumPy array, a tensor
+    if hasattr(prompt, 'tolist') and not isinstance(prompt, (list, tuple)): prompt = prompt.tolist()
+    return prompt, None
 
 # %% ../../nbs/08_engine.ipynb #a29a1076
 @patch_to(LLM)
 def _check_prompt(self, prompt) -> tuple[list[int], str | None]:
     "A prompt's token ids (and its text, for a string prompt), or a `ValueError` saying what is wrong with it"
-    text = None
-    if isinstance(prompt, str):
-        if self.tokenizer is None: raise ValueError("prompt is a string but this model has no tokenizer: "
-                                                    "pass token ids")
-        text, prompt = prompt, self.tokenizer.encode(prompt).ids
-    # a NumPy array, a tensor
-    elif hasattr(prompt, 'tolist') and not isinstance(prompt, (list, tuple)): prompt = prompt.tolist()
+    prompt, text = self._prompt_list(prompt)
     if not isinstance(prompt, (list, tuple, range)):
         raise ValueError(f"prompt must be a string or a list of token ids, got {type(prompt).__name__}")
     bad = next((i for i, t in enumerate(prompt) if not is_int(t)), None)
@@ -222,6 +228,46 @@ def _check_prompt(self, prompt) -> tuple[list[int], str | None]:
     if out: raise ValueError(f"prompt token ids must be in [0, {V}), got {out[:5]}")
     return ids, text
 
+# %% ../../nbs/08_engine.ipynb #690e5e60
+@patch_to(LLM)
+def _check_params(self, params, prompt_len: int) -> SamplingParams:
+    "A request's sampling parameters (None: the defaults), checked against this engine"
+    params = SamplingParams() if params is None else params
+    if not isinstance(params, SamplingParams): raise ValueError("params must be a SamplingParams, got "
+                                                                f"{type(params).__name__}")
+    V = self.config.shape.vocab_size
+    if any(t >= V for t in params.stop_token_ids): raise ValueError(f"stop_token_ids must be in [0, {V}), "
+                                                                    f"got {list(params.stop_token_ids)}")
+    if prompt_len + params.max_tokens > (L := self.engine_config.max_model_len):
+        raise ValueError(f"prompt ({prompt_len} tokens) + max_tokens ({params.max_tokens}) "
+                         f"exceeds the model context {L}")
+    if params.n > self.scheduler.max_num_seqs:
+        raise ValueError(f"n ({params.n}) exceeds max_num_seqs ({self.scheduler.max_num_seqs}): a request's "
+                         "samples run together")
+    return params
+
+# %% ../../nbs/08_engine.ipynb #88a29192
+def _is_id(x) -> bool: return isinstance(x, str) or is_int(x)
+
+def _check_id(request_id):
+    "A request id as the engine keys it: a str, or an int (a bool or a float is not an id)"
+    if not _is_id(request_id): raise ValueError(f"request_id must be a str or an int, got {request_id!r}")
+    return request_id if isinstance(request_id, str) else int(request_id)
+
+# %% ../../nbs/08_engine.ipynb #c18ba130
+@patch_to(LLM)
+def _request_id(self, request_id):
+    "The caller's request id, checked and not in use; or, for None, the next number not in use"
+    # an output not collected yet holds its id
+    in_use = lambda rid: rid in self._groups or any(o.request_id == rid for o in self._stash)
+    if request_id is None:
+        request_id = next(self._ids)
+        while in_use(request_id): request_id = next(self._ids)   # never one a caller chose
+        return request_id
+    request_id = _check_id(request_id)
+    if in_use(request_id): raise ValueError(f"request_id {request_id!r} is already in use")
+    return request_id
+
 # %% ../../nbs/08_engine.ipynb #921a3576
 @patch_to(LLM)
 def _check_request(
@@ -229,39 +275,21 @@ def _check_request(
 ) -> dict:
     "Every argument of `add_request` checked and normalised; changes nothing"
     ids, text = self._check_prompt(prompt)
-    params = SamplingParams() if params is None else params
-    if not isinstance(params, SamplingParams): raise ValueError("params must be a SamplingParams, got "
-                                                                f"{type(params).__name__}")
-    V = self.config.shape.vocab_size
-    if any(t >= V for t in params.stop_token_ids): raise ValueError(f"stop_token_ids must be in [0, {V}), "
-                                                                    f"got {list(params.stop_token_ids)}")
-    if len(ids) + params.max_tokens > (L := self.engine_config.max_model_len):
-        raise ValueError(f"prompt ({len(ids)} tokens) + max_tokens ({params.max_tokens}) "
-                         f"exceeds the model context {L}")
-    if params.n > self.scheduler.max_num_seqs:
-        raise ValueError(f"n ({params.n}) exceeds max_num_seqs ({self.scheduler.max_num_seqs}): a request's "
-                         "samples run together")
+    params = self._check_params(params, len(ids))
     if not (cache_salt is None or isinstance(cache_salt, (str, bytes)) or is_int(cache_salt)):
         raise ValueError(f"cache_salt must be a str, bytes, an int or None, got {cache_salt!r}")
     now = time.perf_counter() if arrival_time is None else check_number('arrival_time', arrival_time)
     priority = check_int('priority', priority)
-    # an output not collected yet holds its id
-    in_use = lambda rid: rid in self._groups or any(o.request_id == rid for o in self._stash)
-    if request_id is None:
-        request_id = next(self._ids)
-        while in_use(request_id): request_id = next(self._ids)   # never one a caller chose
-    else:
-        request_id = _check_id(request_id)
-        if in_use(request_id): raise ValueError(f"request_id {request_id!r} is already in use")
-    return dict(ids=ids, text=text, params=params, request_id=request_id, arrival_time=now,
+    return dict(ids=ids, text=text, params=params, request_id=self._request_id(request_id), arrival_time=now,
                 cache_salt=int(cache_salt) if is_int(cache_salt) else cache_salt, priority=priority)
 
-def _is_id(x) -> bool: return isinstance(x, str) or is_int(x)
-
-def _check_id(request_id):
-    "A request id as the engine keys it: a str, or an int (a bool or a float is not an id)"
-    if not _is_id(request_id): raise ValueError(f"request_id must be a str or an int, got {request_id!r}")
-    return request_id if isinstance(request_id, str) else int(request_id)
+# %% ../../nbs/08_engine.ipynb #8503dc60
+@patch_to(LLM)
+def _generator(self, params: SamplingParams, index: int):
+    if params.greedy: return None
+    if params.seed is None:
+        return torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,), generator=self._rng)))
+    return torch.Generator().manual_seed(params.seed + index)
 
 # %% ../../nbs/08_engine.ipynb #fd76cd7b
 @patch_to(LLM)
@@ -277,22 +305,18 @@ def _submit(self, r: dict):
     except BaseException: del self._groups[rid]; raise            # registered in both, or in neither
     return rid
 
+# %% ../../nbs/08_engine.ipynb #1bf2f9fe
 @patch_to(LLM)
 def add_request(self, prompt, params: SamplingParams | None = None, request_id=None,
                 arrival_time: float | None = None, cache_salt=None, priority: int = 0):
     "Queue one prompt (token ids, or a string when there is a tokenizer); returns its request id"
     return self._submit(self._check_request(prompt, params, request_id, arrival_time, cache_salt, priority))
 
+# %% ../../nbs/08_engine.ipynb #048f5f86
 @patch_to(LLM)
-def _generator(self, params: SamplingParams, index: int):
-    if params.greedy: return None
-    if params.seed is None:
-        return torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,), generator=self._rng)))
-    return torch.Generator().manual_seed(params.seed + index)
-
-# %% ../../nbs/08_engine.ipynb #ec1c1779
-@patch_to(LLM)
-def _prepare(self, batch: ScheduledBatch):
+def _gather(self, batch: ScheduledBatch) -> tuple:
+    """The batch's new token ids, positions, slots, block tables, context lengths and cu_seqlens_q as lists,
+    and the batch indices of the sequences that complete their pending tokens"""
     bm, ids, pos, slots, tables, ctx, cu, need = self.block_manager, [], [], [], [], [], [0], []
     for req, n, start in zip(batch.requests, batch.num_new_tokens, batch.start_positions):
         rid = req.request_id
@@ -304,22 +328,28 @@ def _prepare(self, batch: ScheduledBatch):
         slots += bm.slots(rid, start, start + n)
         tables.append(bm.block_table(rid)); ctx.append(start + n); cu.append(cu[-1] + n)
         if start + n == req.num_tokens: need.append(len(ctx) - 1)     # its index in the batch
+    return ids, pos, slots, tables, ctx, cu, need
+
+# %% ../../nbs/08_engine.ipynb #ec1c1779
+@patch_to(LLM)
+def _prepare(self, batch: ScheduledBatch):
+    "The model's inputs for a planned batch: token ids, `AttentionMetadata`, the batch rows to sample"
+    ids, pos, slots, tables, ctx, cu, need = self._gather(batch)
     width = max(map(len, tables))
     bt = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32)
-    dev, i64 = self.device, torch.int64
+    dev, i64, new = self.device, torch.int64, batch.num_new_tokens
     meta = AttentionMetadata(
         positions=torch.tensor(pos, dtype=i64, device=dev),
         slot_mapping=torch.tensor(slots, dtype=i64, device=dev),
         block_tables=bt.to(dev),
         context_lens=torch.tensor(ctx, dtype=torch.int32, device=dev),
         cu_seqlens_q=torch.tensor(cu, dtype=torch.int32, device=dev),
-        max_q_len=max(batch.num_new_tokens),
-        num_decodes=next(
-            (i for i, n in enumerate(batch.num_new_tokens) if n != 1), len(batch.num_new_tokens)
-        ),
+        max_q_len=max(new),
+        num_decodes=next((i for i, n in enumerate(new) if n != 1), len(new)),
     )
     return torch.tensor(ids, dtype=i64, device=dev), meta, need
 
+# %% ../../nbs/08_engine.ipynb #7f2a13e1
 @patch_to(LLM)
 def _zero_fresh_blocks(self):
     """Zero, in every layer's K and V cache, the blocks the block manager handed out without cached content
@@ -337,6 +367,7 @@ def _copy_blocks(self, copies):
     dst = torch.tensor([d for _, d in copies], device=self.device)
     for k, v in self.kv_caches: k[dst] = k[src]; v[dst] = v[src]
 
+# %% ../../nbs/08_engine.ipynb #91ca7517
 @patch_to(LLM)
 def _forward(self, batch: ScheduledBatch):
     """Zero the fresh blocks, run the copies, run the model: the logits of the rows that complete their
@@ -348,57 +379,141 @@ def _forward(self, batch: ScheduledBatch):
     hidden = self.model(ids, meta, self.kv_caches, self.backend, last_of=need)
     return self.model.compute_logits(hidden) if need else None
 
+# %% ../../nbs/08_engine.ipynb #d18c41d6
+@patch_to(LLM)
+def _fork_samples(self, req: Request, g: dict, forks: list) -> list[Request]:
+    "Fork a prompt that just completed into the samples it lacks; it and the forks that run now"
+    samples = [req]
+    for j in range(len(g['samples']), g['params'].n):
+        child = Request((req.request_id[0], j), req.prompt_token_ids, req.max_tokens, req.stop_token_ids,
+                        req.priority, cache_salt=req.cache_salt)
+        child = self.scheduler.fork(req, child, num_new_tokens=req.num_uncomputed)
+        g['samples'].append(child); forks.append(child)
+        # a child left waiting computes its own prompt later
+        if child.status is Status.RUNNING: samples.append(child)
+    return samples
+
 # %% ../../nbs/08_engine.ipynb #a93abe09
 @patch_to(LLM)
 def _sample(self, done: list[Request], logits, forks: list) -> tuple[dict, dict]:
     """Fork the prompts that finished with n > 1, then one token per running sample: ({sample id: token},
     {sample id: error})"""
-    sch, rows, params, gens, hist, targets = self.scheduler, [], [], [], [], []
+    rows, params, gens, hist, targets = [], [], [], [], []
     for i, req in enumerate(done):
         g = self._groups[req.request_id[0]]
-        samples = [req]
         # parallel sampling: fork the prompt's blocks n - 1 times
-        if req.request_id[1] == 0 and len(g['samples']) < g['params'].n:
-            # the missing ones: a step that failed may have made some
-            for j in range(len(g['samples']), g['params'].n):
-                child = sch.fork(
-                    req,
-                    Request(
-                        (req.request_id[0], j),
-                        req.prompt_token_ids,
-                        req.max_tokens,
-                        req.stop_token_ids,
-                        req.priority,
-                        cache_salt=req.cache_salt,
-                    ),
-                    num_new_tokens=req.num_uncomputed,
-                )
-                g['samples'].append(child); forks.append(child)
-                # a child left waiting computes its own prompt later
-                if child.status is Status.RUNNING: samples.append(child)
-        for x in samples:
+        forking = req.request_id[1] == 0 and len(g['samples']) < g['params'].n
+        for x in (self._fork_samples(req, g, forks) if forking else (req,)):
             rows.append(i); params.append(g['params']); gens.append(g['generators'][x.request_id[1]])
             hist.append(x.output_token_ids); targets.append(x.request_id)
     if not rows: return {}, {}
     tokens = sample_tokens(logits[rows], params, gens, hist)
     ok = {t: tok for t, tok in zip(targets, tokens) if not isinstance(tok, Exception)}
-    return ok, {
-        t: f"sampling failed: {type(e).__name__}: {e}"
-        for t, e in zip(targets, tokens)
-        if isinstance(e, Exception)
-    }
+    failed = {t: f"sampling failed: {type(x).__name__}: {x}"
+              for t, x in zip(targets, tokens) if isinstance(x, Exception)}
+    return ok, failed
+
+# %% ../../nbs/08_engine.ipynb #283163eb
+@dataclass
+class CompletionOutput:
+    "One sample of a request"
+    index: int
+    token_ids: list[int]
+    text: str | None
+    finish_reason: str | None
+    cumulative_logprob: float | None = None
+    error: str | None = None          # why it ended, when finish_reason is 'aborted'; or why `text` is None
+
+# %% ../../nbs/08_engine.ipynb #27ad56b2
+@dataclass
+class RequestOutput:
+    "A request's prompt, its samples so far, whether it is finished, and its timestamps"
+    request_id: object
+    prompt: str | None
+    prompt_token_ids: list[int]
+    outputs: list[CompletionOutput]
+    finished: bool
+    metrics: dict = field(default_factory=dict)
+
+# %% ../../nbs/08_engine.ipynb #bd599a35
+@patch_to(LLM)
+def _decode(self, token_ids: list[int], error: str | None) -> tuple[str | None, str | None]:
+    """(text, error): the tokens as text if there is a tokenizer; a tokenizer that fails on them is this
+    request's error, and its text is None"""
+    if self.tokenizer is None: return None, error
+    try: return self.tokenizer.decode(token_ids), error
+    except Exception as x: return None, error or f"decoding failed: {type(x).__name__}: {x}"
+
+# %% ../../nbs/08_engine.ipynb #274cdc30
+@patch_to(LLM)
+def _completions(self, g: dict, finished: bool) -> list[CompletionOutput]:
+    "One `CompletionOutput` per sample of the user-level request `g`; `n` of them once it is `finished`"
+    outs = []
+    for r in g['samples']:
+        text, error = self._decode(r.output_token_ids, r.error)
+        outs.append(CompletionOutput(index=r.request_id[1], token_ids=list(r.output_token_ids), text=text,
+                                     finish_reason=r.finish_reason.value if r.finish_reason else None,
+                                     error=error))
+    # it ended before its prompt did: the samples it never forked end the same way, empty
+    if finished and len(outs) < g['params'].n:
+        outs += [CompletionOutput(index=j, token_ids=[], text='' if self.tokenizer else None,
+                                  finish_reason=outs[0].finish_reason, error=outs[0].error)
+                 for j in range(len(outs), g['params'].n)]
+    return outs
+
+# %% ../../nbs/08_engine.ipynb #962de29e
+@patch_to(LLM)
+def _output(self, rid) -> RequestOutput:
+    "The `RequestOutput` of request `rid` as it stands: its samples so far, whether it is finished, its times"
+    g = self._groups[rid]
+    reqs = g['samples']
+    first = reqs[0]
+    # forks are made in the step of the first token: a request ended before it has one sample
+    finished = all(r.finished for r in reqs)
+    outs = self._completions(g, finished)
+    metrics = dict(
+        arrival_time=first.arrival_time,
+        first_scheduled_time=first.first_scheduled_time,
+        first_token_time=first.first_token_time,
+        finished_time=max((r.finished_time for r in reqs if r.finished_time is not None), default=None),
+        token_times=[list(r.token_times) for r in reqs] + [[] for _ in range(len(reqs), len(outs))],
+        num_cached_tokens=first.num_cached_tokens,
+        num_preemptions=sum(r.num_preemptions for r in reqs),
+        reject_reason=first.reject_reason,
+    )
+    return RequestOutput(rid, g['prompt'], list(first.prompt_token_ids), outs, finished, metrics)
+
+# %% ../../nbs/08_engine.ipynb #7785d64c
+@patch_to(LLM)
+def _drain_finished(self) -> list[RequestOutput]:
+    "The outputs of the requests whose every sample finished since the last call; the engine forgets them"
+    # drained here, so it never grows, even if an output fails
+    done, self.scheduler.finished = self.scheduler.finished, []
+    outs = []
+    for r in done:
+        g = self._groups.get(r.request_id[0])
+        if g is not None and all(x.finished for x in g['samples']):
+            outs.append(self._output(r.request_id[0])); del self._groups[r.request_id[0]]
+    return outs
+
+# %% ../../nbs/08_engine.ipynb #657121a3
+@patch_to(LLM)
+def _update_forks(self, forks: list, sampled: dict, now: float) -> None:
+    "Record the first tokens of the forks made this step that run: their prompt is computed (their parent's)"
+    forks = [f for f in forks if f.status is Status.RUNNING]
+    if forks:
+        sch, pending = self.scheduler, [f.num_tokens - f.num_computed_tokens for f in forks]
+        sch.update(ScheduledBatch(forks, pending, [f.num_computed_tokens for f in forks]), sampled, now)
 
 # %% ../../nbs/08_engine.ipynb #a0493039
 @patch_to(LLM)
 @torch.inference_mode()
 def _run_step(self, partial: bool) -> list[RequestOutput]:
+    "One iteration: plan, run, sample, record; finished outputs (with `partial`, those with a new token too)"
     sch = self.scheduler
     batch = self.last_batch = sch.schedule(time.perf_counter())
-    done = [
-        r
-        for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions)
-        if s + n == r.num_tokens
-    ]
+    done = [r for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions)
+            if s + n == r.num_tokens]
     sampled, failed, forks = {}, {}, []
     if batch.requests:
         try: sampled, failed = self._sample(done, self._forward(batch), forks)
@@ -409,17 +524,7 @@ def _run_step(self, partial: bool) -> list[RequestOutput]:
     # that sample's own error: it alone ends
     for sid, error in failed.items(): sch.abort(sid, now, FinishReason.ABORTED, error)
     sch.update(batch, sampled, now)
-    forks = [f for f in forks if f.status is Status.RUNNING]
-    if forks:
-        sch.update(
-            ScheduledBatch(
-                forks,
-                [f.num_tokens - f.num_computed_tokens for f in forks],
-                [f.num_computed_tokens for f in forks],
-            ),
-            sampled,
-            now,
-        )
+    if forks: self._update_forks(forks, sampled, now)
     finished = self._drain_finished()
     if not partial: return finished
     touched = dict.fromkeys(r.request_id[0] for r in done)        # batch order: deterministic
@@ -435,63 +540,7 @@ def step(self, partial: bool = True) -> list[RequestOutput]:
     if self._stash: outs, self._stash = self._stash + outs, []
     return outs
 
-# %% ../../nbs/08_engine.ipynb #962de29e
-@patch_to(LLM)
-def _output(self, rid) -> RequestOutput:
-    g = self._groups[rid]
-    reqs = g['samples']
-    outs = []
-    for r in reqs:
-        text, error = self._decode(r.output_token_ids, r.error)
-        outs.append(
-            CompletionOutput(
-                index=r.request_id[1],
-                token_ids=list(r.output_token_ids),
-                text=text,
-                finish_reason=r.finish_reason.value if r.finish_reason else None,
-                error=error,
-            )
-        )
-    first = reqs[0]
-    # forks are made in the step of the first token: a request ended before it has one sample
-    finished = all(r.finished for r in reqs)
-    # it ended before its prompt did: the samples it never forked end the same way, empty
-    if finished and len(outs) < g['params'].n:
-        outs += [CompletionOutput(index=j, token_ids=[], text='' if self.tokenizer else None,
-                                  finish_reason=outs[0].finish_reason, error=outs[0].error)
-                 for j in range(len(outs), g['params'].n)]
-    metrics = dict(
-        arrival_time=first.arrival_time,
-        first_scheduled_time=first.first_scheduled_time,
-        first_token_time=first.first_token_time,
-        finished_time=max((r.finished_time for r in reqs if r.finished_time is not None), default=None),
-        token_times=[list(r.token_times) for r in reqs] + [[] for _ in range(len(reqs), len(outs))],
-        num_cached_tokens=first.num_cached_tokens,
-        num_preemptions=sum(r.num_preemptions for r in reqs),
-        reject_reason=first.reject_reason,
-    )
-    return RequestOutput(rid, g['prompt'], list(first.prompt_token_ids), outs, finished, metrics)
-
-# %% ../../nbs/08_engine.ipynb #7f2a13e1
-@patch_to(LLM)
-def _decode(self, token_ids: list[int], error: str | None) -> tuple[str | None, str | None]:
-    """(text, error): the tokens as text if there is a tokenizer; a tokenizer that fails on them is this
-    request's error, and its text is None"""
-    if self.tokenizer is None: return None, error
-    try: return self.tokenizer.decode(token_ids), error
-    except Exception as e: return None, error or f"decoding failed: {type(e).__name__}: {e}"
-
-@patch_to(LLM)
-def _drain_finished(self) -> list[RequestOutput]:
-    # drained here, so it never grows, even if an output fails
-    done, self.scheduler.finished = self.scheduler.finished, []
-    outs = []
-    for r in done:
-        g = self._groups.get(r.request_id[0])
-        if g is not None and all(x.finished for x in g['samples']):
-            outs.append(self._output(r.request_id[0])); del self._groups[r.request_id[0]]
-    return outs
-
+# %% ../../nbs/08_engine.ipynb #e12e8368
 @patch_to(LLM)
 def abort(self, request_id) -> None:
     "Cancel a request (all its samples) in any state; its blocks are released at once"
@@ -500,6 +549,7 @@ def abort(self, request_id) -> None:
     for r in self._groups[request_id]['samples']:
         if not r.finished: self.scheduler.abort(r.request_id, time.perf_counter())
 
+# %% ../../nbs/08_engine.ipynb #7493a7cf
 @patch_to(LLM)
 def has_unfinished_requests(self) -> bool:
     """Whether a request is still running or waiting, or a finished one has an output `step` has not
@@ -535,8 +585,31 @@ def _check_generate(self, prompts, sampling_params, use_tqdm) -> list[dict]:
     checked = []
     for i, (p, sp) in enumerate(zip(prompts, params)):
         try: checked.append(self._check_request(p, sp))
-        except ValueError as e: raise ValueError(f"prompts[{i}]: {e}") from None
+        except ValueError as x: raise ValueError(f"prompts[{i}]: {x}") from None
     return checked
+
+# %% ../../nbs/08_engine.ipynb #50a8808e
+@patch_to(LLM)
+def _collect(self, ids: list, bar=None) -> dict:
+    "Step until every request of `ids` finished: their outputs by id (others' finished ones kept for `step`)"
+    results, wanted = {}, set(ids)
+    while len(results) < len(ids):
+        # only finished outputs: no per-step copies of partial ones
+        for out in self._run_step(partial=False):
+            # someone else's: the next step() returns it
+            if out.request_id not in wanted: self._stash.append(out); continue
+            results[out.request_id] = out
+            if bar: bar.update(1)
+    return results
+
+# %% ../../nbs/08_engine.ipynb #ed706bd0
+@patch_to(LLM)
+def _cancel(self, ids: list) -> None:
+    "Abort every request of `ids` still unfinished; finished outputs that are not ours are kept for `step`"
+    for rid in ids:
+        if rid in self._groups: self.abort(rid)
+    mine = set(ids)
+    self._stash += [o for o in self._drain_finished() if o.request_id not in mine]
 
 # %% ../../nbs/08_engine.ipynb #98c7be69
 @patch_to(LLM)
@@ -544,27 +617,16 @@ def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParam
              use_tqdm: bool | None = None) -> list[RequestOutput]:
     "Generate for every prompt (token-id lists or strings); one `RequestOutput` per prompt, in input order"
     checked = self._check_generate(prompts, sampling_params, use_tqdm)
-    ids, results, bar = [], {}, None
+    ids, bar = [], None
     try:
         for r in checked: ids.append(self._submit(r))
         if use_tqdm or (use_tqdm is None and len(checked) >= 16):
             from tqdm.auto import tqdm
             bar = tqdm(total=len(ids), desc='generate', unit='req')
-        wanted = set(ids)
-        while len(results) < len(ids):
-            # only finished outputs: no per-step copies of partial ones
-            for out in self._run_step(partial=False):
-                # someone else's: the next step() returns it
-                if out.request_id not in wanted: self._stash.append(out); continue
-                results[out.request_id] = out
-                if bar: bar.update(1)
+        results = self._collect(ids, bar)
     # an error or an interrupt: none of our requests stays queued
     except BaseException:
-        for rid in ids:
-            if rid in self._groups: self.abort(rid)
-        mine = set(ids)
-        self._stash += [o for o in self._drain_finished() if o.request_id not in mine]
-        raise
+        self._cancel(ids); raise
     finally:
         if bar: bar.close()
     return [results[i] for i in ids]

@@ -37,6 +37,7 @@ def rope_table(head_dim: int, max_positions: int, theta: float) -> tuple[torch.T
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos(), emb.sin()
 
+# %% ../../nbs/07_model.ipynb #e101f54a
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     "Rotate `x [tokens, heads, head_dim]` by per-token `cos`, `sin` `[tokens, head_dim]`"
     half = x.shape[-1] // 2
@@ -81,15 +82,14 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(s.intermediate_size, s.hidden_size, bias=False)
     def forward(self, x): return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
+# %% ../../nbs/07_model.ipynb #25d7456d
 class DecoderLayer(nn.Module):
     "Pre-norm residual block: attention, then MLP"
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         s = cfg.shape
-        self.input_layernorm, self.post_attention_layernorm = (
-            RMSNorm(s.hidden_size, cfg.rms_norm_eps),
-            RMSNorm(s.hidden_size, cfg.rms_norm_eps),
-        )
+        self.input_layernorm = RMSNorm(s.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(s.hidden_size, cfg.rms_norm_eps)
         self.self_attn, self.mlp = Attention(s), MLP(s)
     def forward(self, x, cos, sin, meta, kv_cache, calls, rows=None):
         x = (x if rows is None else x[rows]) + self.self_attn(self.input_layernorm(x), cos, sin, meta,
@@ -118,34 +118,47 @@ class CausalLM(nn.Module):
         self.register_buffer('rope_cos', cos, persistent=False)
         self.register_buffer('rope_sin', sin, persistent=False)
 
-    def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None,
-                last_of=None) -> torch.Tensor:
-        """Hidden states `[num_tokens, hidden]` of the packed new tokens — or, given `last_of` (sequence
-        indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`"""
-        k0, backend = kv_caches[0][0], backend or select_attention_backend('torch')
-        if last_of is not None:
-            last_of = torch.as_tensor(last_of, dtype=torch.long, device=k0.device)
-            # every row is wanted anyway
-            if meta.is_decode and torch.equal(
-                last_of, torch.arange(meta.context_lens.numel(), device=k0.device)
-            ):
-                last_of = None
-        # once, for every layer's write
-        check_slot_mapping(meta.slot_mapping, input_ids.numel(), k0.shape[0] * k0.shape[1], k0.device)
-        if meta.slot_mapping.dtype != torch.int64: raise ValueError("slot_mapping must be int64, got "
-                                                                    f"{meta.slot_mapping.dtype}")
-        # planned once, used by every layer
-        calls = attention_calls(meta, backend, k0)
-        cos, sin = self.rope_cos[meta.positions], self.rope_sin[meta.positions]
-        x = self.model.embed_tokens(input_ids)
-        layers = list(zip(self.model.layers, kv_caches))
-        if last_of is not None: (last, last_kv), layers = layers[-1], layers[:-1]
-        for layer, kv in layers: x = layer(x, cos, sin, meta, kv, calls)
-        # the last layer: only the rows that will be sampled
-        if last_of is not None:
-            rows, last_calls = last_token_calls(meta, backend, k0, last_of)
-            x = last(x, cos, sin, meta, last_kv, last_calls, rows)
-        return self.model.norm(x)
+# %% ../../nbs/07_model.ipynb #6fa9a90d
+@patch_to(CausalLM)
+def _rows_wanted(self, meta: AttentionMetadata, last_of, device):
+    "`last_of` as a tensor of sequence indices, or None when every row is wanted (or none was asked for)"
+    if last_of is None: return None
+    last_of = torch.as_tensor(last_of, dtype=torch.long, device=device)
+    # every row is wanted anyway
+    if meta.is_decode and torch.equal(last_of, torch.arange(meta.context_lens.numel(), device=device)):
+        return None
+    return last_of
+
+# %% ../../nbs/07_model.ipynb #50a1aebe
+@patch_to(CausalLM)
+def _check_slots(self, input_ids: torch.Tensor, meta: AttentionMetadata, k_cache: torch.Tensor) -> None:
+    "One slot per new token, inside the cache, no slot twice, as int64: checked once for every layer's write"
+    num_slots = k_cache.shape[0] * k_cache.shape[1]
+    check_slot_mapping(meta.slot_mapping, input_ids.numel(), num_slots, k_cache.device)
+    if meta.slot_mapping.dtype != torch.int64: raise ValueError("slot_mapping must be int64, got "
+                                                                f"{meta.slot_mapping.dtype}")
+
+# %% ../../nbs/07_model.ipynb #467dda81
+@patch_to(CausalLM)
+def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None,
+            last_of=None) -> torch.Tensor:
+    """Hidden states `[num_tokens, hidden]` of the packed new tokens — or, given `last_of` (sequence
+    indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`"""
+    k0, backend = kv_caches[0][0], backend or select_attention_backend('torch')
+    last_of = self._rows_wanted(meta, last_of, k0.device)
+    self._check_slots(input_ids, meta, k0)
+    # planned once, used by every layer
+    calls = attention_calls(meta, backend, k0)
+    cos, sin = self.rope_cos[meta.positions], self.rope_sin[meta.positions]
+    x = self.model.embed_tokens(input_ids)
+    layers = list(zip(self.model.layers, kv_caches))
+    if last_of is not None: (last, last_kv), layers = layers[-1], layers[:-1]
+    for layer, kv in layers: x = layer(x, cos, sin, meta, kv, calls)
+    # the last layer: only the rows that will be sampled
+    if last_of is not None:
+        rows, last_calls = last_token_calls(meta, backend, k0, last_of)
+        x = last(x, cos, sin, meta, last_kv, last_calls, rows)
+    return self.model.norm(x)
 
 # %% ../../nbs/07_model.ipynb #2c682e25
 @patch_to(CausalLM)
@@ -164,6 +177,7 @@ def random_model(cfg: ModelConfig, seed: int = 0, std: float = 0.02) -> CausalLM
             else: p.copy_(torch.randn(p.shape, generator=g) * std)
     return m.to(getattr(torch, cfg.shape.dtype)).eval()
 
+# %% ../../nbs/07_model.ipynb #8fa41b1c
 def allocate_model_cache(
     cfg: ModelConfig, num_blocks: int, block_size: int, dtype=None, device='cpu'
 ) -> list:
@@ -187,21 +201,25 @@ def single_sequence_metadata(
                              context_lens=torch.tensor([start + num_new], dtype=torch.int32),
                              cu_seqlens_q=torch.tensor([0, num_new], dtype=torch.int32), max_q_len=num_new)
 
+# %% ../../nbs/07_model.ipynb #9cc6e1b5
+def _contiguous_attention(a: Attention, h: torch.Tensor, cos, sin, group_size: int) -> torch.Tensor:
+    "Causal self-attention of one whole sequence `h [n, hidden]` with no cache: every K/V recomputed"
+    n, d = h.shape[0], a.head_dim
+    q = apply_rope(a.q_proj(h).view(n, a.num_heads, d), cos, sin).transpose(0, 1)
+    k = apply_rope(a.k_proj(h).view(n, a.num_kv_heads, d), cos, sin).transpose(0, 1)
+    v = a.v_proj(h).view(n, a.num_kv_heads, d).transpose(0, 1)
+    o = F.scaled_dot_product_attention(q, k.repeat_interleave(group_size, 0),
+                                       v.repeat_interleave(group_size, 0), is_causal=True)
+    return a.o_proj(o.transpose(0, 1).reshape(n, -1))
+
 # %% ../../nbs/07_model.ipynb #412b0a42
 @torch.no_grad()
 def contiguous_forward(model: CausalLM, token_ids: torch.Tensor) -> torch.Tensor:
     "float32 logits `[len, vocab]` of one sequence, computed without any cache (causal SDPA): the reference"
-    s = model.config.shape
-    n = token_ids.shape[0]
+    n, g = token_ids.shape[0], model.config.shape.group_size
     cos, sin = model.rope_cos[:n], model.rope_sin[:n]
     x = model.model.embed_tokens(token_ids)
     for layer in model.model.layers:
-        a, h = layer.self_attn, layer.input_layernorm(x)
-        q = apply_rope(a.q_proj(h).view(n, s.num_q_heads, s.head_dim), cos, sin).transpose(0, 1)
-        k = apply_rope(a.k_proj(h).view(n, s.num_kv_heads, s.head_dim), cos, sin).transpose(0, 1)
-        v = a.v_proj(h).view(n, s.num_kv_heads, s.head_dim).transpose(0, 1)
-        o = F.scaled_dot_product_attention(q, k.repeat_interleave(s.group_size, 0),
-                                           v.repeat_interleave(s.group_size, 0), is_causal=True)
-        x = x + a.o_proj(o.transpose(0, 1).reshape(n, -1))
+        x = x + _contiguous_attention(layer.self_attn, layer.input_layernorm(x), cos, sin, g)
         x = x + layer.mlp(layer.post_attention_layernorm(x))
     return model.compute_logits(model.model.norm(x))

@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['SUPPORTED_ARCHITECTURES', 'ModelConfig', 'config_from_hf', 'config_to_hf', 'tiny_config']
+__all__ = ['SUPPORTED_ARCHITECTURES', 'ModelConfig', 'tiny_config', 'config_from_hf', 'config_to_hf']
 
 # %% ../../nbs/07_model.ipynb #imp08383
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from ..accounting.budget import ModelShape, shape_from_hf_config
+from ..utils import patch_to
 
 # %% ../../nbs/07_model.ipynb #7e76dd0a
 SUPPORTED_ARCHITECTURES = ('LlamaForCausalLM', 'Qwen2ForCausalLM')
@@ -19,6 +20,16 @@ SUPPORTED_ARCHITECTURES = ('LlamaForCausalLM', 'Qwen2ForCausalLM')
 def _token_id(t, vocab_size: int) -> bool:
     return isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab_size
 
+# %% ../../nbs/07_model.ipynb #16397b4e
+def _check_special_tokens(eos_token_ids, bos_token_id, vocab_size: int) -> None:
+    "Refuse special token ids that are not token ids (a model that could never stop)"
+    V = vocab_size
+    if not isinstance(eos_token_ids, tuple) or not all(_token_id(t, V) for t in eos_token_ids):
+        raise ValueError(f"eos_token_ids must be a tuple of token ids in [0, {V}), got {eos_token_ids!r}")
+    if bos_token_id is not None and not _token_id(bos_token_id, V):
+        raise ValueError(f"bos_token_id must be a token id in [0, {V}) or None, got {bos_token_id!r}")
+
+# %% ../../nbs/07_model.ipynb #e8e859e0
 @dataclass(frozen=True)
 class ModelConfig:
     "A decoder's shape (chapter 00) plus what the forward pass needs beyond it"
@@ -38,16 +49,22 @@ class ModelConfig:
         if self.shape.head_dim % 2: raise ValueError("head_dim must be even for rotary embeddings, got "
                                                      f"{self.shape.head_dim}")
         # a special token id that is not a token would never match: refuse it here
-        V = self.shape.vocab_size
-        if not isinstance(self.eos_token_ids, tuple) or not all(_token_id(t, V) for t in self.eos_token_ids):
-            raise ValueError(f"eos_token_ids must be a tuple of token ids in [0, {V}), got "
-                             f"{self.eos_token_ids!r}")
-        if self.bos_token_id is not None and not _token_id(self.bos_token_id, V):
-            raise ValueError(
-                f"bos_token_id must be a token id in [0, {V}) or None, got {self.bos_token_id!r}"
-            )
-    @property
-    def max_position_embeddings(self) -> int: return self.shape.max_position_embeddings or 2048
+        _check_special_tokens(self.eos_token_ids, self.bos_token_id, self.shape.vocab_size)
+
+# %% ../../nbs/07_model.ipynb #f4609560
+@patch_to(ModelConfig, as_prop=True)
+def max_position_embeddings(self) -> int:
+    "The longest context the model allows: the shape's, or 2048 when the config does not say"
+    return self.shape.max_position_embeddings or 2048
+
+# %% ../../nbs/07_model.ipynb #cb7ba311
+def tiny_config(architecture: str = 'LlamaForCausalLM', **shape_kw) -> ModelConfig:
+    "A small Llama (or Qwen2) configuration for tests and demos; `shape_kw` overrides shape fields"
+    kw = dict(num_layers=4, num_q_heads=8, num_kv_heads=4, head_dim=32, hidden_size=256,
+              intermediate_size=512, vocab_size=256, dtype='float32',
+              name=f'tiny-{architecture[:-11].lower()}', max_position_embeddings=1024,
+              attention_bias=architecture == 'Qwen2ForCausalLM') | shape_kw
+    return ModelConfig(shape=ModelShape(**kw), architecture=architecture, bos_token_id=1, eos_token_ids=(2,))
 
 # %% ../../nbs/07_model.ipynb #104cba56
 def _rope_theta(cfg: dict) -> float:
@@ -56,15 +73,18 @@ def _rope_theta(cfg: dict) -> float:
     if kind != 'default': raise ValueError(f"rope type {kind!r} is not supported (only 'default')")
     return float(params.get('rope_theta') or cfg.get('rope_theta') or 10000.0)
 
-def config_from_hf(config) -> ModelConfig:
-    "A `ModelConfig` from a Hugging Face `config.json` (a path, a checkpoint directory, or the parsed dict)"
-    if not isinstance(config, dict):
-        p = Path(config); p = p / 'config.json' if p.is_dir() else p
-        if not p.exists(): raise ValueError(f"checkpoint: no config.json at {p}")
-        try:
-            config = json.loads(p.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"checkpoint: {p} is not valid JSON ({e})") from None
+# %% ../../nbs/07_model.ipynb #ab12fe38
+def _read_config(config) -> dict:
+    "The parsed `config.json` of a path or a checkpoint directory (a dict is returned as it is)"
+    if isinstance(config, dict): return config
+    p = Path(config); p = p / 'config.json' if p.is_dir() else p
+    if not p.exists(): raise ValueError(f"checkpoint: no config.json at {p}")
+    try: return json.loads(p.read_text())
+    except json.JSONDecodeError as e: raise ValueError(f"checkpoint: {p} is not valid JSON ({e})") from None
+
+# %% ../../nbs/07_model.ipynb #58e0bc65
+def _architecture(config: dict) -> str:
+    "The architecture a `config.json` names (in `architectures`, else by `model_type`), if it is supported"
     archs = config.get('architectures') or []
     arch = next((a for a in archs if a in SUPPORTED_ARCHITECTURES), archs[0] if archs else None)
     if arch is None:
@@ -74,12 +94,18 @@ def config_from_hf(config) -> ModelConfig:
     if arch not in SUPPORTED_ARCHITECTURES:
         raise ValueError(f"architecture {arch!r} is not supported; supported: "
                          f"{', '.join(SUPPORTED_ARCHITECTURES)}")
+    return arch
+
+# %% ../../nbs/07_model.ipynb #c6954ff3
+def config_from_hf(config) -> ModelConfig:
+    "A `ModelConfig` from a Hugging Face `config.json` (a path, a checkpoint directory, or the parsed dict)"
+    config = _read_config(config)
+    arch = _architecture(config)
     eos = config.get('eos_token_id')
     # checked by ModelConfig: ["2"] is refused
     eos = tuple(eos) if isinstance(eos, (list, tuple)) else (() if eos is None else (eos,))
-    shape = shape_from_hf_config(
-        {**config, 'model_type': 'qwen2' if arch == 'Qwen2ForCausalLM' else config.get('model_type', 'llama')}
-    )
+    model_type = 'qwen2' if arch == 'Qwen2ForCausalLM' else config.get('model_type', 'llama')
+    shape = shape_from_hf_config({**config, 'model_type': model_type})
     return ModelConfig(shape=shape, rope_theta=_rope_theta(config),
                        rms_norm_eps=float(config.get('rms_norm_eps', 1e-6)), architecture=arch,
                        bos_token_id=config.get('bos_token_id'), eos_token_ids=eos)
@@ -97,12 +123,3 @@ def config_to_hf(cfg: ModelConfig) -> dict:
                 tie_word_embeddings=s.tie_word_embeddings, attention_bias=s.attention_bias,
                 bos_token_id=cfg.bos_token_id, eos_token_id=list(cfg.eos_token_ids) or None,
                 hidden_act='silu', torch_dtype=s.dtype)
-
-# %% ../../nbs/07_model.ipynb #cb7ba311
-def tiny_config(architecture: str = 'LlamaForCausalLM', **shape_kw) -> ModelConfig:
-    "A small Llama (or Qwen2) configuration for tests and demos; `shape_kw` overrides shape fields"
-    kw = dict(num_layers=4, num_q_heads=8, num_kv_heads=4, head_dim=32, hidden_size=256,
-              intermediate_size=512, vocab_size=256, dtype='float32',
-              name=f'tiny-{architecture[:-11].lower()}', max_position_embeddings=1024,
-              attention_bias=architecture == 'Qwen2ForCausalLM') | shape_kw
-    return ModelConfig(shape=ModelShape(**kw), architecture=architecture, bos_token_id=1, eos_token_ids=(2,))

@@ -12,6 +12,28 @@ from dataclasses import dataclass
 import torch
 from ..utils import check_bool, check_int, check_number, is_int, patch_to
 
+# %% ../../nbs/08_engine.ipynb #4bfff8ba
+def _check_top_k(top_k) -> int:
+    "`top_k` as an int: -1 or 0 (off), or at least 1"
+    if not is_int(top_k) or top_k < -1:
+        raise ValueError(f"top_k must be an integer: -1 or 0 (off), or >= 1, got {top_k!r}")
+    return int(top_k)
+
+# %% ../../nbs/08_engine.ipynb #cbf15260
+def _stop_list(stop) -> list | tuple | set | frozenset:
+    "`stop_token_ids` as a collection of ids (an array becomes a list); its ids are checked later"
+    if hasattr(stop, 'tolist') and not isinstance(stop, (list, tuple)): stop = stop.tolist()  # an array
+    if not isinstance(stop, (list, tuple, set, frozenset)):
+        raise ValueError(f"stop_token_ids must be a list of token ids, got {stop!r}")
+    return stop
+
+def _check_processors(procs) -> tuple:
+    "`logits_processors` as a tuple of callables"
+    if not isinstance(procs, (list, tuple)) or not all(callable(f) for f in procs):
+        raise ValueError("logits_processors must be a list of callables (token ids, logits) -> logits, "
+                         f"got {procs!r}")
+    return tuple(procs)
+
 # %% ../../nbs/08_engine.ipynb #34f4fc6a
 @dataclass(frozen=True)
 class SamplingParams:
@@ -28,28 +50,16 @@ class SamplingParams:
     logits_processors: tuple = ()
 
     def __post_init__(self):
-        n = check_int('n', self.n, 1, 2**31 - 1)
-        if not is_int(self.top_k) or self.top_k < -1:
-            raise ValueError(f"top_k must be an integer: -1 or 0 (off), or >= 1, got {self.top_k!r}")
-        stop, procs = self.stop_token_ids, self.logits_processors
-        if hasattr(stop, 'tolist') and not isinstance(stop, (list, tuple)): stop = stop.tolist()  # an array
-        if not isinstance(stop, (list, tuple, set, frozenset)):
-            raise ValueError(f"stop_token_ids must be a list of token ids, got {stop!r}")
-        if not isinstance(procs, (list, tuple)) or not all(callable(f) for f in procs):
-            raise ValueError("logits_processors must be a list of callables (token ids, logits) -> logits, "
-                             f"got {procs!r}")
+        n, top_k = check_int('n', self.n, 1, 2**31 - 1), _check_top_k(self.top_k)
+        stop, procs = _stop_list(self.stop_token_ids), _check_processors(self.logits_processors)
         # seed + i: int64
         seed = None if self.seed is None else check_int('seed', self.seed, -(2**63), 2**63 - n)
         fields = dict(
-            n=n,
-            temperature=check_number('temperature', self.temperature, 0),
-            top_k=int(self.top_k),
-            top_p=check_number('top_p', self.top_p, 0, 1, low_open=True),
-            seed=seed,
+            n=n, temperature=check_number('temperature', self.temperature, 0), top_k=top_k,
+            top_p=check_number('top_p', self.top_p, 0, 1, low_open=True), seed=seed,
             max_tokens=check_int('max_tokens', self.max_tokens, 1),
             stop_token_ids=tuple(check_int(f'stop_token_ids[{i}]', t, 0) for i, t in enumerate(stop)),
-            ignore_eos=check_bool('ignore_eos', self.ignore_eos),
-            logits_processors=tuple(procs),
+            ignore_eos=check_bool('ignore_eos', self.ignore_eos), logits_processors=procs,
         )
         for k, v in fields.items(): object.__setattr__(self, k, v)
 
@@ -75,6 +85,17 @@ def filter_logits(
         x = x.masked_fill(torch.zeros_like(drop).scatter(0, order, drop), float('-inf'))
     return x
 
+# %% ../../nbs/08_engine.ipynb #96ef79b8
+def _sample_row(logits: torch.Tensor, p: SamplingParams, generator, history) -> int:
+    "One row's token: its logits processors, then argmax (greedy) or a draw; ValueError if not finite"
+    x = logits
+    for f in p.logits_processors: x = f(list(history), x)
+    if not (isinstance(x, torch.Tensor) and x.shape == logits.shape and bool(torch.isfinite(x.amax()))):
+        raise ValueError('logits are not finite (a NaN, an inf, or every token -inf)')
+    if p.greedy: return int(x.argmax())
+    probs = torch.softmax(filter_logits(x, p.temperature, p.top_k, p.top_p), -1)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
 # %% ../../nbs/08_engine.ipynb #d9e32a37
 def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], generators: list,
                   histories: list | None = None) -> list:
@@ -85,21 +106,6 @@ def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], generators
     finite = torch.isfinite(logits.amax(-1)).tolist()
     for i, (p, g) in enumerate(zip(params, generators)):
         if p.greedy and finite[i] and not p.logits_processors: continue
-        try:
-            x = logits[i]
-            for f in p.logits_processors: x = f(list(histories[i]) if histories else [], x)
-            if not (
-                isinstance(x, torch.Tensor) and x.shape == logits[i].shape and bool(torch.isfinite(x.amax()))
-            ):
-                raise ValueError('logits are not finite (a NaN, an inf, or every token -inf)')
-            out[i] = (
-                int(x.argmax())
-                if p.greedy
-                else int(
-                    torch.multinomial(
-                        torch.softmax(filter_logits(x, p.temperature, p.top_k, p.top_p), -1), 1, generator=g
-                    )
-                )
-            )
+        try: out[i] = _sample_row(logits[i], p, g, histories[i] if histories else ())
         except Exception as e: out[i] = e
     return out
