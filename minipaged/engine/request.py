@@ -10,6 +10,7 @@ __all__ = ['Status', 'FinishReason', 'Request', 'AdmissionStop', 'Decision', 'Sc
 # %% ../../nbs/06_scheduler.ipynb #imp03472
 from dataclasses import dataclass, field
 from enum import Enum
+from ..utils import patch_to
 
 # %% ../../nbs/06_scheduler.ipynb #b518bcb3
 class Status(str, Enum):
@@ -54,14 +55,15 @@ class Request:
     scheduled_step: int = -1
     _seq: int = 0                          # submission order, the tie-breaker of the queues
 
-    @property
-    def num_tokens(self) -> int: return len(self.prompt_token_ids) + len(self.output_token_ids)
-    @property
-    def all_token_ids(self) -> list[int]: return self.prompt_token_ids + self.output_token_ids
-    @property
-    def num_uncomputed(self) -> int: return self.num_tokens - self.num_computed_tokens
-    @property
-    def finished(self) -> bool: return self.status is Status.FINISHED
+# %% ../../nbs/06_scheduler.ipynb #b9715a2a
+@patch_to(Request, as_prop=True)
+def num_tokens(self) -> int: return len(self.prompt_token_ids) + len(self.output_token_ids)
+@patch_to(Request, as_prop=True)
+def all_token_ids(self) -> list[int]: return self.prompt_token_ids + self.output_token_ids
+@patch_to(Request, as_prop=True)
+def num_uncomputed(self) -> int: return self.num_tokens - self.num_computed_tokens
+@patch_to(Request, as_prop=True)
+def finished(self) -> bool: return self.status is Status.FINISHED
 
 # %% ../../nbs/06_scheduler.ipynb #a60537fe
 class AdmissionStop(str, Enum):
@@ -73,6 +75,7 @@ class AdmissionStop(str, Enum):
     WATERMARK = 'watermark'          # it can, but only out of the blocks kept for the running requests
     STATIC_BATCH = 'static_batch'    # static batching: a batch is still running, and nothing joins it
 
+# %% ../../nbs/06_scheduler.ipynb #33f1086a
 @dataclass(frozen=True, slots=True)
 class Decision:
     "A request the scheduler turned away, and why: a preemption (for whom) or a rejection (the rule it broke)"
@@ -94,15 +97,22 @@ class ScheduledBatch:
     num_waiting: int = 0
     # the leading rows are decodes (one new token that completes the request's KV): update's fast path
     num_decode_rows: int = 0
-    @property
-    def num_batched_tokens(self) -> int: return sum(self.num_new_tokens)
-    @property
-    def num_prefill_tokens(self) -> int: return sum(n for n in self.num_new_tokens if n > 1)
-    @property
-    def num_decodes(self) -> int: return sum(1 for n in self.num_new_tokens if n == 1)
-    def __len__(self): return len(self.requests)
-    def add(self, req: Request, n: int, copies=()):
-        self.requests.append(req)
-        self.num_new_tokens.append(n)
-        self.start_positions.append(req.num_computed_tokens)
-        self.copies.extend(copies)
+
+# %% ../../nbs/06_scheduler.ipynb #0b860355
+@patch_to(ScheduledBatch)
+def add(self, req: Request, n: int, copies=()):
+    "Plan `n` new tokens of `req`, from its first uncomputed position, and the copies they need first"
+    self.requests.append(req)
+    self.num_new_tokens.append(n)
+    self.start_positions.append(req.num_computed_tokens)
+    self.copies.extend(copies)
+
+# %% ../../nbs/06_scheduler.ipynb #74b96f66
+@patch_to(ScheduledBatch, as_prop=True)
+def num_batched_tokens(self) -> int: return sum(self.num_new_tokens)
+@patch_to(ScheduledBatch, as_prop=True)
+def num_prefill_tokens(self) -> int: return sum(n for n in self.num_new_tokens if n > 1)
+@patch_to(ScheduledBatch, as_prop=True)
+def num_decodes(self) -> int: return sum(1 for n in self.num_new_tokens if n == 1)
+@patch_to(ScheduledBatch)
+def __len__(self): return len(self.requests)

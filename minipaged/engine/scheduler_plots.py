@@ -5,35 +5,38 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['describe_step', 'scheduler_timeline']
+__all__ = ['row_kind', 'describe_step', 'scheduler_timeline']
 
 # %% ../../nbs/06_scheduler.ipynb #imp25182
 from .blocks import BlockManager
 from .request import Request, ScheduledBatch
 from .scheduler import Scheduler
 
-# %% ../../nbs/06_scheduler.ipynb #0679524e
+# %% ../../nbs/06_scheduler.ipynb #6254b5f8
+def row_kind(req: Request, n: int, start: int) -> str:
+    "'D' for a decode row (one token: the one `req` sampled last), else 'P' (prompt or recomputed tokens)"
+    return 'D' if n == 1 and len(req.prompt_token_ids) <= start == req.num_tokens - 1 else 'P'
+
+# %% ../../nbs/06_scheduler.ipynb #cea6ce7e
 def describe_step(s: Scheduler, batch: ScheduledBatch, step: int) -> dict:
     "One row of a scheduler timeline: the batch, the queues and the pool after `schedule`"
-    ran = ' '.join(
-        f"{r.request_id}:{'P' if n > 1 else 'D'}{n}" for r, n in zip(batch.requests, batch.num_new_tokens)
-    )
+    ran = ' '.join(f"{r.request_id}:{row_kind(r, n, p)}{n}"
+                   for r, n, p in zip(batch.requests, batch.num_new_tokens, batch.start_positions))
     return dict(step=step, batch=ran or '-', tokens=batch.num_batched_tokens,
                 waiting=' '.join(str(r.request_id) for r in s.waiting) or '-',
                 preempted=' '.join(str(d.request.request_id) for d in batch.preempted) or '-',
                 blocks_used=s.bm.num_used_blocks)
 
+# %% ../../nbs/06_scheduler.ipynb #0679524e
 def scheduler_timeline(make_scheduler=None, requests=None):
     "An ipywidgets timeline: each click runs one scheduler iteration and shows its batch, queues and pool"
     import ipywidgets as W
     from minipaged.utils import format_rows
     s = make_scheduler() if make_scheduler else Scheduler(BlockManager(10, 4), max_num_seqs=4,
                                                           max_num_batched_tokens=8, max_model_len=40)
-    for r in requests or [
-        Request(c, [1] * n, max_tokens=m)
-        for c, n, m in (('a', 11, 4), ('b', 3, 6), ('c', 9, 3), ('d', 14, 2))
-    ]:
-        s.add_request(r)
+    shape = (('a', 11, 4), ('b', 3, 6), ('c', 9, 3), ('d', 14, 2))   # (id, prompt tokens, max_tokens)
+    for r in requests or [Request(c, [k + 1] * n, max_tokens=m) for k, (c, n, m) in enumerate(shape)]:
+        s.add_request(r)                        # distinct prompts: no prefix to share
     rows, view, button = [], W.HTML(), W.Button(description='next step')
     def step(_=None):
         if not s.has_unfinished: button.disabled = True; return

@@ -55,28 +55,19 @@ def simulate(scheduler: Scheduler, requests: list[Request], cost: CostModel = Co
 def latency_stats(requests: list[Request]) -> dict:
     """TTFT, inter-token latency and end-to-end latency (mean, p50, p90, p99) of finished requests, in ms
     (NaN where there is none)"""
-    done = [
-        r
-        for r in requests
-        if r.first_token_time is not None and r.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
-    ]
+    done = [r for r in requests
+            if r.first_token_time is not None and r.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)]
     ttft = [r.first_token_time - r.arrival_time for r in done]
     itl = [b - a for r in done for a, b in zip(r.token_times, r.token_times[1:])]
     e2e = [r.finished_time - r.arrival_time for r in done]
     out = dict(finished=len(done))
     for name, xs in (('ttft', ttft), ('itl', itl), ('e2e', e2e)):
         d = {k: float('nan') if v is None else v for k, v in distribution(xs).items()}
-        out.update(
-            {
-                f'{name}_mean_ms': d['mean'],
-                f'{name}_p50_ms': d['median'],
-                f'{name}_p90_ms': d['p90'],
-                f'{name}_p99_ms': d['p99'],
-            }
-        )
+        out.update({f'{name}_mean_ms': d['mean'], f'{name}_p50_ms': d['median'], f'{name}_p90_ms': d['p90'],
+                    f'{name}_p99_ms': d['p99']})
     return out
 
-# %% ../../nbs/06_scheduler.ipynb #f1b8ad56
+# %% ../../nbs/06_scheduler.ipynb #77bc9339
 def poisson_trace(n: int = 300, rate: float = 8.0, seed: int = 0, long_frac: float = 0.1) -> list[Request]:
     "The chapter's declared workload: Poisson arrivals, short prompts with a fraction of long documents"
     rng = random.Random(seed); t, reqs = 0.0, []
@@ -86,13 +77,13 @@ def poisson_trace(n: int = 300, rate: float = 8.0, seed: int = 0, long_frac: flo
         reqs.append(Request(i, [1] * plen, max_tokens=rng.randint(32, 256), arrival_time=t))
     return reqs
 
+# %% ../../nbs/06_scheduler.ipynb #f1b8ad56
 SIM_CONFIGS = dict(static=dict(batching='static', max_num_batched_tokens=65536, enable_chunked_prefill=False),
                    continuous=dict(max_num_batched_tokens=4096, enable_chunked_prefill=False),
                    chunked=dict(max_num_batched_tokens=512, enable_chunked_prefill=True))
 
-def run_simulation(
-    name: str, num_blocks: int = 4096, seed: int = 0, **trace_kw
-) -> tuple[dict, list[Request]]:
+def run_simulation(name: str, num_blocks: int = 4096, seed: int = 0,
+                   **trace_kw) -> tuple[dict, list[Request]]:
     "One of SIM_CONFIGS on the declared trace; returns (stats, requests)"
     s = Scheduler(BlockManager(num_blocks, 16, enable_prefix_caching=False), max_num_seqs=64,
                   max_model_len=4096, **SIM_CONFIGS[name])
@@ -100,27 +91,24 @@ def run_simulation(
     return dict(scheduler=name, **latency_stats(reqs), preemptions=s.counters['preemptions'],
                 steps=s.counters['steps']), reqs
 
+# %% ../../nbs/06_scheduler.ipynb #03d3d3d5
+def _quantile_rows(scheduler: str, metric: str, xs: list) -> list[dict]:
+    "Every fifth percentile of the sorted sample `xs`, as the figure's data rows"
+    return [dict(scheduler=scheduler, metric=metric, quantile=q / 100,
+                 value=xs[min(len(xs) - 1, int(q / 100 * len(xs)))]) for q in range(0, 101, 5)]
+
 # %% ../../nbs/06_scheduler.ipynb #0f24d98e
 def plot_simulated_latency_cdfs(sims: dict):
     "TTFT and inter-token-latency CDFs, one line per scheduler; returns (fig, rows)"
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8)); rows = []
     for name, (_, reqs) in sims.items():
-        ttft = sorted(
-            (r.first_token_time - r.arrival_time) * 1e3 for r in reqs if r.first_token_time is not None
-        )
+        ttft = sorted((r.first_token_time - r.arrival_time) * 1e3
+                      for r in reqs if r.first_token_time is not None)
         itl = sorted((b - a) * 1e3 for r in reqs for a, b in zip(r.token_times, r.token_times[1:]))
         for ax, xs, metric in ((axes[0], ttft, 'ttft_ms'), (axes[1], itl, 'itl_ms')):
             ax.plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], label=name)
-            rows += [
-                dict(
-                    scheduler=name,
-                    metric=metric,
-                    quantile=q / 100,
-                    value=xs[min(len(xs) - 1, int(q / 100 * len(xs)))],
-                )
-                for q in range(0, 101, 5)
-            ]
+            rows += _quantile_rows(name, metric, xs)
     axes[0].set(xscale='log', xlabel='time to first token (ms)', ylabel='fraction of requests', title='TTFT')
     axes[1].set(xscale='log', xlabel='inter-token latency (ms)', ylabel='fraction of gaps',
                 title='Inter-token latency')

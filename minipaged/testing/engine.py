@@ -15,12 +15,13 @@ from ..engine.scheduler import check_scheduler
 __all__ = ['PREFIXES', 'ENGINE_KEYS', 'poison_kv', 'serve_alone', 'check_engine', 'random_case', 'run_case', 'isolation_failures',
            'RefuseBlocks', 'refuse_blocks', 'fail_forward', 'fingerprint', 'refusal', 'rss_bytes', 'soak']
 
-# %% ../../nbs/10_isolation_and_faults.ipynb #68527dba
+# %% ../../nbs/10_isolation_and_faults.ipynb #9194a267
 def poison_kv(llm: LLM, value: float = float('nan')) -> None:
     """Fill every layer's K and V cache with `value`: a read of any slot the engine did not write then
     shows in the output"""
     for k, v in llm.kv_caches: k.fill_(value); v.fill_(value)
 
+# %% ../../nbs/10_isolation_and_faults.ipynb #2f10458a
 def serve_alone(model, prompt, params: SamplingParams) -> list[list[int]]:
     """The token ids of each sample of `prompt`, served alone on a fresh engine with room to spare: what
     isolation is judged by"""
@@ -28,63 +29,66 @@ def serve_alone(model, prompt, params: SamplingParams) -> list[list[int]]:
     llm = LLM(model, block_size=16, num_blocks=max(64, 2 * blocks), max_num_seqs=max(64, params.n))
     return [c.token_ids for c in llm.generate([list(prompt)], params)[0].outputs]
 
+# %% ../../nbs/10_isolation_and_faults.ipynb #e377bf60
+def _check_accounted(llm: LLM) -> None:
+    "Every request accounted for once: the scheduler's and the engine's agree; every ended one is reported"
+    s = llm.scheduler
+    samples = {r.request_id: r for g in llm._groups.values() for r in g['samples']}
+    assert set(s.requests) == {sid for sid, r in samples.items() if not r.finished}, (
+        "the scheduler's requests and the engine's disagree")
+    to_report = {r.request_id[0] for r in s.finished}   # ended since the last step (cancelled, say): next
+    assert all(r.finished and samples.get(r.request_id) is r for r in s.finished), (
+        "a finished request no one will report")
+    for rid, g in llm._groups.items():
+        assert rid in to_report or not all(r.finished for r in g['samples']), (
+            f"request {rid!r} has finished but will never be reported")
+        assert len(g['samples']) <= g['params'].n and all(r.request_id[0] == rid for r in g['samples']), (
+            f"request {rid!r}: a foreign sample")
+
 # %% ../../nbs/10_isolation_and_faults.ipynb #b3941507
 def check_engine(llm: LLM) -> None:
     """The engine's invariants between two steps: the scheduler's and the pool's, no copy in flight, every
     request accounted for once"""
-    s, bm = llm.scheduler, llm.block_manager
-    check_scheduler(s)
-    assert bm.num_copies_in_flight == 0, f"{bm.num_copies_in_flight} copies still in flight between steps"
-    samples = {r.request_id: r for g in llm._groups.values() for r in g['samples']}
-    assert set(s.requests) == {sid for sid, r in samples.items() if not r.finished}, (
-        "the scheduler's requests and the engine's disagree"
-    )
-    # ended since the last step (cancelled, say): the next step reports them
-    to_report = {r.request_id[0] for r in s.finished}
-    assert all(r.finished and samples.get(r.request_id) is r for r in s.finished), (
-        "a finished request no one will report"
-    )
-    for rid, g in llm._groups.items():
-        assert rid in to_report or not all(r.finished for r in g['samples']), (
-            f"request {rid!r} has finished but will never be reported"
-        )
-        assert len(g['samples']) <= g['params'].n and all(r.request_id[0] == rid for r in g['samples']), (
-            f"request {rid!r}: a foreign sample"
-        )
+    check_scheduler(llm.scheduler)
+    n = llm.block_manager.num_copies_in_flight
+    assert n == 0, f"{n} copies still in flight between steps"
+    _check_accounted(llm)
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #f5f9e18a
 PREFIXES = [tuple(range(3, 35)), tuple(range(3, 11)) + (40,) * 24, (7, 7, 7, 7) * 8]
 ENGINE_KEYS = ('block_size', 'num_blocks', 'max_num_seqs', 'max_num_batched_tokens', 'enable_chunked_prefill',
                'enable_prefix_caching')
 
+def _random_request(rng: random.Random) -> dict:
+    "One request of a random case: a shared prefix's cut, a few own tokens, n, length, salt, arrival, cancel"
+    prompt = list(rng.choice(PREFIXES)[: rng.randint(1, 24)])
+    prompt += [rng.randint(50, 60) for _ in range(rng.randint(0, 3))]
+    return dict(prompt=prompt, n=rng.choice([1, 1, 2, 3]), max_tokens=rng.randint(1, 12),
+                salt=rng.choice([None, None, 'a', 'b']), arrive=rng.randint(0, 6),
+                cancel=rng.randint(1, 25) if rng.random() < 0.25 else None)
+
+# %% ../../nbs/10_isolation_and_faults.ipynb #c4a19895
 def random_case(seed: int) -> dict:
     """A seeded adversarial workload: a starved engine and requests with shared prefixes, salts, n up to 3,
     late arrivals and cancellations"""
     rng = random.Random(seed)
-    reqs = []
-    for _ in range(rng.randint(2, 7)):
-        prompt = list(rng.choice(PREFIXES)[: rng.randint(1, 24)]) + [
-            rng.randint(50, 60) for _ in range(rng.randint(0, 3))
-        ]
-        reqs.append(
-            dict(
-                prompt=prompt,
-                n=rng.choice([1, 1, 2, 3]),
-                max_tokens=rng.randint(1, 12),
-                salt=rng.choice([None, None, 'a', 'b']),
-                arrive=rng.randint(0, 6),
-                cancel=rng.randint(1, 25) if rng.random() < 0.25 else None,
-            )
-        )
+    reqs = [_random_request(rng) for _ in range(rng.randint(2, 7))]
     block_size, chunked = rng.choice([1, 2, 4, 8, 16]), rng.random() < 0.7
-    # the largest request fits the pool alone
+    # the largest request fits the pool alone, and, unchunked, the longest prompt one step
     need = max(-(-(len(r['prompt']) + r['max_tokens']) // block_size) for r in reqs)
-    # and, unchunked, one step
     longest = max(len(r['prompt']) for r in reqs)
     return dict(seed=seed, block_size=block_size, num_blocks=need + rng.randint(0, 2 * need),
                 max_num_seqs=rng.randint(3, 8),
                 max_num_batched_tokens=rng.randint(1, 32) if chunked else rng.randint(longest, longest + 16),
                 enable_chunked_prefill=chunked, enable_prefix_caching=rng.random() < 0.8, requests=reqs)
+
+# %% ../../nbs/10_isolation_and_faults.ipynb #bba187f8
+def _arrivals(llm: LLM, pending: list, ids: dict, step: int) -> None:
+    "Submit the requests of `pending` (sorted by arrival) due at `step`, greedy; record each in `ids` by id"
+    while pending and pending[0]['arrive'] <= step:
+        r = pending.pop(0)
+        sp = SamplingParams(n=r['n'], max_tokens=r['max_tokens'], temperature=0, ignore_eos=True)
+        ids[llm.add_request(r['prompt'], sp, cache_salt=r['salt'])] = r
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #dfd46106
 def run_case(model, case: dict, max_steps: int = 2000) -> dict:
@@ -95,10 +99,7 @@ def run_case(model, case: dict, max_steps: int = 2000) -> dict:
     ids, outs, step = {}, {}, 0
     pending = sorted(case['requests'], key=lambda r: r['arrive'])
     while pending or llm.has_unfinished_requests():
-        while pending and pending[0]['arrive'] <= step:
-            r = pending.pop(0)
-            sp = SamplingParams(n=r['n'], max_tokens=r['max_tokens'], temperature=0, ignore_eos=True)
-            ids[llm.add_request(r['prompt'], sp, cache_salt=r['salt'])] = r
+        _arrivals(llm, pending, ids, step)
         for rid, r in ids.items():
             if r['cancel'] == step and rid in llm._groups: llm.abort(rid)
         outs |= {o.request_id: o for o in llm.step() if o.finished}
@@ -117,21 +118,15 @@ def isolation_failures(model, result: dict) -> list[str]:
     "Every sample that differs from its prompt served alone (a cancelled sample may stop early, never differ)"
     bad = []
     for rid, r in result['requests'].items():
-        want = serve_alone(
-            model,
-            r['prompt'],
-            SamplingParams(n=r['n'], max_tokens=r['max_tokens'], temperature=0, ignore_eos=True),
-        )
-        for c, w in zip(result['outputs'][rid].outputs, want):
-            if not (
-                c.token_ids == w
-                if c.finish_reason == 'length'
-                else c.finish_reason == 'cancelled' and c.token_ids == w[: len(c.token_ids)]
-            ):
+        sp = SamplingParams(n=r['n'], max_tokens=r['max_tokens'], temperature=0, ignore_eos=True)
+        for c, w in zip(result['outputs'][rid].outputs, serve_alone(model, r['prompt'], sp)):
+            same = c.token_ids == w if c.finish_reason == 'length' else (
+                c.finish_reason == 'cancelled' and c.token_ids == w[: len(c.token_ids)])
+            if not same:
                 bad.append(f"request {rid} sample {c.index}: {c.finish_reason} {c.token_ids}, alone {w}")
     return bad
 
-# %% ../../nbs/10_isolation_and_faults.ipynb #2b7239e8
+# %% ../../nbs/10_isolation_and_faults.ipynb #0c192eb8
 class RefuseBlocks:
     """A block manager that raises `error` on every allocation and append for request `request_id`, and is
     the real one otherwise"""
@@ -148,11 +143,13 @@ class RefuseBlocks:
     @property
     def append(self): return self._refusing(self._bm.append)
 
+# %% ../../nbs/10_isolation_and_faults.ipynb #3ec92c02
 def refuse_blocks(llm: LLM, request_id, error: Exception | None = None) -> None:
     "From now on the engine's scheduler gets an error for every block `request_id` asks for"
     llm.scheduler.bm = RefuseBlocks(llm.block_manager, request_id,
                                     error or RuntimeError('injected: allocation refused'))
 
+# %% ../../nbs/10_isolation_and_faults.ipynb #0e2a47f2
 def fail_forward(llm: LLM, times: int = 1, error: BaseException | None = None) -> None:
     """The engine's next `times` forward passes raise `error` (a `KeyboardInterrupt` too); after them the
     model works again"""
@@ -170,6 +167,7 @@ def fingerprint(llm: LLM) -> tuple:
     return (tuple(llm._groups), tuple(s.requests), tuple(r.request_id for r in s.waiting), tuple(s.running),
             tuple(s.counters.items()), tuple(llm.block_manager.metrics().items()), len(llm._stash))
 
+# %% ../../nbs/10_isolation_and_faults.ipynb #27d9f351
 def refusal(llm: LLM, call) -> tuple[str, bool]:
     """The error `call()` raises (type: message, first line) and whether it left `llm` unchanged; an
     `AssertionError` if it raises nothing"""
@@ -186,6 +184,22 @@ def rss_bytes() -> int:
         with open('/proc/self/statm') as f: return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
     except OSError: return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
+# %% ../../nbs/10_isolation_and_faults.ipynb #77e7945a
+def _soak_request(rng: random.Random, prefixes: list, vocab: int, seed: int) -> tuple[list, SamplingParams]:
+    "One random soak request: a cut of a shared prefix plus its own tokens, and its sampling parameters"
+    prompt = rng.choice(prefixes)[: rng.randint(0, 48)]
+    prompt = prompt + [rng.randrange(vocab) for _ in range(rng.randint(1, 24))]
+    sp = SamplingParams(n=rng.choice([1, 1, 1, 2, 3]), max_tokens=rng.randint(1, 32),
+                        temperature=rng.choice([0.0, 0.8]), seed=seed)
+    return prompt, sp
+
+# %% ../../nbs/10_isolation_and_faults.ipynb #f806c0d1
+def _pool_row(llm: LLM, submitted: int, live: set) -> dict:
+    "One soak checkpoint: requests submitted and live, the pool's used and cached blocks, the RSS in MiB"
+    gc.collect(); bm = llm.block_manager
+    return dict(submitted=submitted, live=len(live), used_blocks=bm.num_used_blocks,
+                cached_blocks=bm.num_cached_blocks, rss_mib=round(rss_bytes() / 2**20, 1))
+
 # %% ../../nbs/10_isolation_and_faults.ipynb #6fac7a53
 def soak(llm: LLM, num_requests: int, seed: int = 0, arrival_rate: float = 0.5, cancel_rate: float = 0.05,
          checkpoints: int = 10) -> dict:
@@ -197,23 +211,9 @@ def soak(llm: LLM, num_requests: int, seed: int = 0, arrival_rate: float = 0.5, 
     baseline, rss0 = bm.num_free_blocks + bm.num_cached_blocks, rss_bytes()
     while submitted < num_requests or llm.has_unfinished_requests():
         while submitted < num_requests and rng.random() < arrival_rate:
-            prompt = rng.choice(prefixes)[: rng.randint(0, 48)] + [
-                rng.randrange(V) for _ in range(rng.randint(1, 24))
-            ]
-            sp = SamplingParams(n=rng.choice([1, 1, 1, 2, 3]), max_tokens=rng.randint(1, 32),
-                                temperature=rng.choice([0.0, 0.8]), seed=submitted)
+            prompt, sp = _soak_request(rng, prefixes, V, submitted)
             live.add(llm.add_request(prompt, sp, cache_salt=rng.choice([None, 'a']))); submitted += 1
-            if submitted % every == 0:
-                gc.collect()
-                rows.append(
-                    dict(
-                        submitted=submitted,
-                        live=len(live),
-                        used_blocks=bm.num_used_blocks,
-                        cached_blocks=bm.num_cached_blocks,
-                        rss_mib=round(rss_bytes() / 2**20, 1),
-                    )
-                )
+            if submitted % every == 0: rows.append(_pool_row(llm, submitted, live))
         if live and rng.random() < cancel_rate: llm.abort(rng.choice(sorted(live)))
         for o in llm.step():
             if o.finished:
