@@ -136,7 +136,7 @@ def opted_in(flag: bool = False, what: str = 'this cell', minutes: float | None 
 def progress(items, desc: str = '', total: int | None = None):
     "`items` with a progress bar (tqdm's: a widget in JupyterLab, text in a terminal)"
     from tqdm.auto import tqdm
-    return tqdm(items, desc=desc, total=total, leave=False)
+    return tqdm(items, desc=desc, total=total)
 
 # %% ../nbs/91_utils.ipynb #7f4bc0b1
 def patch_to(cls, as_prop: bool = False):

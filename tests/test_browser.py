@@ -227,6 +227,8 @@ def _check_widgets(page, name, rows) -> str:
     assert all(rendered), f'{name}: widget views that rendered empty: {[i for i, ok in enumerate(rendered) if not ok]}'
     controls = ', '.join(CONTROLS)
     interactive = [i for i in range(n) if views.nth(i).locator(controls).count()]
+    if not interactive and views.locator('.widget-hprogress, progress').count():
+        return f'{n} display-only widget view(s) rendered (progress bars)'
     assert interactive, f'{name}: widgets rendered, but none has a control to interact with'
     view = views.nth(interactive[0])
     view.scroll_into_view_if_needed()
