@@ -9,6 +9,7 @@ a test: nothing is asserted about the times.
     python benchmarks/chapter_times.py --only 00_kv_budget 01_paging
 """
 import argparse, os, sys, tempfile, time
+from pathlib import Path
 import harness                                  # first: it puts this checkout's minipaged on the path
 
 
@@ -17,7 +18,6 @@ def main(argv=None) -> int:
     ap.add_argument('--only', nargs='*', help='chapter stems to time (default: every chapter)')
     ap.add_argument('--json', help='write the times here')
     a = ap.parse_args(argv)
-    from pathlib import Path
     root = Path(__file__).resolve().parent.parent
     os.environ.setdefault('MINIPAGED_FIGURE_DIR', tempfile.mkdtemp(prefix='minipaged-figures-'))
     os.environ.setdefault('MPLBACKEND', 'Agg')

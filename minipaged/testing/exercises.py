@@ -28,8 +28,10 @@ def solution(ref: str):
 # %% ../../nbs/91_utils.ipynb #dee43dce
 def exercise(test, answer, solution_ref: str) -> bool | None:
     """Run `test(answer)`: True if it passes (a failing answer raises); None, with a note, while `answer` is a
-    stub. With `MINIPAGED_SOLUTIONS=1` the worked solution `solution_ref` is tested instead."""
-    if os.environ.get('MINIPAGED_SOLUTIONS') == '1': answer = solution(solution_ref)
+    stub. With `MINIPAGED_SOLUTIONS=1` the worked solution `solution_ref` is tested instead, and must pass."""
+    if os.environ.get('MINIPAGED_SOLUTIONS') == '1':
+        test(solution(solution_ref))          # a solution is never a stub: NotImplementedError fails here
+        return True
     try: test(answer)
     except NotImplementedError:
         print(f"Not attempted yet: write your answer above. A worked solution: solutions/{solution_ref}")
