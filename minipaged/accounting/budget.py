@@ -171,23 +171,64 @@ def shape_from_hf_config(config, name: str | None = None, dtype: str | None = No
     except ValueError as e: raise ValueError(f"config: {where}: {e}") from None
 
 # %% ../../nbs/00_kv_budget.ipynb #efa51fd5
+_LLAMA3_ROPE = dict(rope_type='llama3', low_freq_factor=1.0, high_freq_factor=4.0,
+                    original_max_position_embeddings=8192)
+
 PRESET_CONFIGS = {
     'llama-2-7b': dict(model_type='llama', num_hidden_layers=32, num_attention_heads=32,
                        num_key_value_heads=32, hidden_size=4096, intermediate_size=11008, vocab_size=32000,
-                       tie_word_embeddings=False, max_position_embeddings=4096, torch_dtype='float16'),
+                       tie_word_embeddings=False, max_position_embeddings=4096, torch_dtype='float16',
+                       rope_theta=10000.0),
     'llama-3-8b': dict(model_type='llama', num_hidden_layers=32, num_attention_heads=32,
                        num_key_value_heads=8, hidden_size=4096, intermediate_size=14336, vocab_size=128256,
-                       tie_word_embeddings=False, max_position_embeddings=8192, torch_dtype='bfloat16'),
+                       tie_word_embeddings=False, max_position_embeddings=8192, torch_dtype='bfloat16',
+                       rope_theta=500000.0),
     'llama-3.2-1b': dict(model_type='llama', num_hidden_layers=16, num_attention_heads=32,
                          num_key_value_heads=8, hidden_size=2048, head_dim=64, intermediate_size=8192,
                          vocab_size=128256, tie_word_embeddings=True, max_position_embeddings=131072,
-                         torch_dtype='bfloat16'),
+                         torch_dtype='bfloat16', rope_theta=500000.0,
+                         rope_scaling={**_LLAMA3_ROPE, 'factor': 32.0}),
     'mistral-7b': dict(model_type='mistral', num_hidden_layers=32, num_attention_heads=32,
                        num_key_value_heads=8, hidden_size=4096, intermediate_size=14336, vocab_size=32000,
-                       tie_word_embeddings=False, max_position_embeddings=32768, torch_dtype='bfloat16'),
+                       tie_word_embeddings=False, max_position_embeddings=32768, torch_dtype='bfloat16',
+                       rope_theta=10000.0, sliding_window=4096),
     'qwen2.5-0.5b': dict(model_type='qwen2', num_hidden_layers=24, num_attention_heads=14,
                          num_key_value_heads=2, hidden_size=896, intermediate_size=4864, vocab_size=151936,
-                         tie_word_embeddings=True, max_position_embeddings=32768, torch_dtype='bfloat16'),
+                         tie_word_embeddings=True, max_position_embeddings=32768, torch_dtype='bfloat16',
+                         rope_theta=1000000.0),
+}
+
+# %% ../../nbs/00_kv_budget.ipynb #84ae37f4
+PRESET_CONFIGS |= {     # the families people serve small: Llama 3.1/3.2, Qwen2.5, SmolLM2
+    'llama-3.1-8b': dict(model_type='llama', num_hidden_layers=32, num_attention_heads=32,
+                         num_key_value_heads=8, hidden_size=4096, intermediate_size=14336, vocab_size=128256,
+                         tie_word_embeddings=False, max_position_embeddings=131072, torch_dtype='bfloat16',
+                         rope_theta=500000.0, rope_scaling={**_LLAMA3_ROPE, 'factor': 8.0}),
+    'llama-3.2-3b': dict(model_type='llama', num_hidden_layers=28, num_attention_heads=24,
+                         num_key_value_heads=8, hidden_size=3072, head_dim=128, intermediate_size=8192,
+                         vocab_size=128256, tie_word_embeddings=True, max_position_embeddings=131072,
+                         torch_dtype='bfloat16', rope_theta=500000.0,
+                         rope_scaling={**_LLAMA3_ROPE, 'factor': 32.0}),
+    'qwen2.5-1.5b': dict(model_type='qwen2', num_hidden_layers=28, num_attention_heads=12,
+                         num_key_value_heads=2, hidden_size=1536, intermediate_size=8960, vocab_size=151936,
+                         tie_word_embeddings=True, max_position_embeddings=32768, torch_dtype='bfloat16',
+                         rope_theta=1000000.0),
+    'qwen2.5-7b': dict(model_type='qwen2', num_hidden_layers=28, num_attention_heads=28,
+                       num_key_value_heads=4, hidden_size=3584, intermediate_size=18944, vocab_size=152064,
+                       tie_word_embeddings=False, max_position_embeddings=32768, torch_dtype='bfloat16',
+                       rope_theta=1000000.0),
+    'smollm2-135m': dict(model_type='llama', num_hidden_layers=30, num_attention_heads=9,
+                         num_key_value_heads=3, hidden_size=576, intermediate_size=1536, vocab_size=49152,
+                         tie_word_embeddings=True, max_position_embeddings=8192, torch_dtype='bfloat16',
+                         rope_theta=100000.0),
+    'smollm2-360m': dict(model_type='llama', num_hidden_layers=32, num_attention_heads=15,
+                         num_key_value_heads=5, hidden_size=960, intermediate_size=2560, vocab_size=49152,
+                         tie_word_embeddings=True, max_position_embeddings=8192, torch_dtype='bfloat16',
+                         rope_theta=100000.0),
+    'smollm2-1.7b': dict(model_type='llama', num_hidden_layers=24, num_attention_heads=32,
+                         num_key_value_heads=32, hidden_size=2048, intermediate_size=8192, vocab_size=49152,
+                         tie_word_embeddings=True, max_position_embeddings=8192, torch_dtype='bfloat16',
+                         rope_theta=130000.0),
 }
 
 # %% ../../nbs/00_kv_budget.ipynb #4ccc4f12

@@ -26,6 +26,7 @@ class AttentionMetadata:
     cu_seqlens_q: torch.Tensor     # int32 [num_seqs + 1]
     max_q_len: int
     num_decodes: int = 0           # the first num_decodes sequences are decodes: one new token each
+    prompt_lens: torch.Tensor | None = None   # int32 [num_seqs]; only dynamic RoPE reads it
     @property
     def is_decode(self) -> bool: return self.max_q_len == 1
 

@@ -346,6 +346,9 @@ def _prepare(self, batch: ScheduledBatch):
         cu_seqlens_q=torch.tensor(cu, dtype=torch.int32, device=dev),
         max_q_len=max(new),
         num_decodes=next((i for i, n in enumerate(new) if n != 1), len(new)),
+        # dynamic RoPE computes each token at its prompt's length, however the prompt is chunked (chapter 07)
+        prompt_lens=torch.tensor([len(r.prompt_token_ids) for r in batch.requests], dtype=torch.int32,
+                                 device=dev) if self.model.dynamic_rope else None,
     )
     return torch.tensor(ids, dtype=i64, device=dev), meta, need
 

@@ -14,11 +14,12 @@ from ..attention.cache import allocate_kv_cache, check_slot_mapping, write_kv
 from .backend import (attention_calls, AttentionMetadata, last_token_calls,
                                       select_attention_backend)
 from .model_config import ModelConfig
+from .rope import apply_rope, cos_sin, rope_lengths, rope_table, scaled_inv_freq
 from ..utils import patch_to
 
 # %% auto #0
-__all__ = ['RMSNorm', 'rope_table', 'apply_rope', 'Attention', 'MLP', 'DecoderLayer', 'CausalLM', 'random_model',
-           'allocate_model_cache', 'single_sequence_metadata', 'contiguous_forward']
+__all__ = ['RMSNorm', 'Attention', 'MLP', 'DecoderLayer', 'CausalLM', 'random_model', 'allocate_model_cache',
+           'single_sequence_metadata', 'contiguous_forward']
 
 # %% ../../nbs/07_model.ipynb #4bac43c2
 class RMSNorm(nn.Module):
@@ -28,21 +29,6 @@ class RMSNorm(nn.Module):
     def forward(self, x):
         h = x.float()
         return self.weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
-
-# %% ../../nbs/07_model.ipynb #b62ef999
-def rope_table(head_dim: int, max_positions: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
-    "cos and sin tables `[max_positions, head_dim]` of the default rotary embedding"
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim))
-    freqs = torch.arange(max_positions, dtype=torch.float)[:, None] * inv_freq[None]
-    emb = torch.cat((freqs, freqs), dim=-1)
-    return emb.cos(), emb.sin()
-
-# %% ../../nbs/07_model.ipynb #e101f54a
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    "Rotate `x [tokens, heads, head_dim]` by per-token `cos`, `sin` `[tokens, head_dim]`"
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return (x * cos[:, None] + rotated * sin[:, None]).to(x.dtype)
 
 # %% ../../nbs/07_model.ipynb #cf57eddf
 class Attention(nn.Module):
@@ -114,9 +100,25 @@ class CausalLM(nn.Module):
         self.model = _Decoder(cfg)
         self.lm_head = nn.Linear(s.hidden_size, s.vocab_size, bias=False)
         if s.tie_word_embeddings: self.lm_head.weight = self.model.embed_tokens.weight
-        cos, sin = rope_table(s.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
+        cos, sin = rope_table(s.head_dim, cfg.max_position_embeddings, cfg.rope_theta, cfg.rope_scaling)
         self.register_buffer('rope_cos', cos, persistent=False)
         self.register_buffer('rope_sin', sin, persistent=False)
+        self.dynamic_rope = cfg.rope_scaling is not None and cfg.rope_scaling.rope_type == 'dynamic'
+
+# %% ../../nbs/07_model.ipynb #c9970a1a
+@patch_to(CausalLM)
+def rotary(self, positions: torch.Tensor, lengths: torch.Tensor | None = None) -> tuple:
+    """cos, sin `[tokens, head_dim]` of these positions: the table's rows; under dynamic scaling, tokens
+    whose rope `lengths` pass the trained context get that length's frequencies"""
+    cos, sin = self.rope_cos[positions], self.rope_sin[positions]
+    if lengths is None or not self.dynamic_rope: return cos, sin
+    cfg = self.config
+    trained = cfg.shape.max_position_embeddings or 2048
+    for n in lengths[lengths > trained].unique().tolist():
+        rows = lengths == n
+        inv, _ = scaled_inv_freq(cfg.shape.head_dim, cfg.rope_theta, cfg.rope_scaling, trained, n)
+        cos[rows], sin[rows] = cos_sin(positions[rows], inv)
+    return cos, sin
 
 # %% ../../nbs/07_model.ipynb #6fa9a90d
 @patch_to(CausalLM)
@@ -149,7 +151,7 @@ def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: l
     self._check_slots(input_ids, meta, k0)
     # planned once, used by every layer
     calls = attention_calls(meta, backend, k0)
-    cos, sin = self.rope_cos[meta.positions], self.rope_sin[meta.positions]
+    cos, sin = self.rotary(meta.positions, rope_lengths(meta) if self.dynamic_rope else None)
     x = self.model.embed_tokens(input_ids)
     layers = list(zip(self.model.layers, kv_caches))
     if last_of is not None: (last, last_kv), layers = layers[-1], layers[:-1]
@@ -217,7 +219,7 @@ def _contiguous_attention(a: Attention, h: torch.Tensor, cos, sin, group_size: i
 def contiguous_forward(model: CausalLM, token_ids: torch.Tensor) -> torch.Tensor:
     "float32 logits `[len, vocab]` of one sequence, computed without any cache (causal SDPA): the reference"
     n, g = token_ids.shape[0], model.config.shape.group_size
-    cos, sin = model.rope_cos[:n], model.rope_sin[:n]
+    cos, sin = model.rotary(torch.arange(n), torch.full((n,), n))      # one pass: every token at length n
     x = model.model.embed_tokens(token_ids)
     for layer in model.model.layers:
         x = x + _contiguous_attention(layer.self_attn, layer.input_layernorm(x), cos, sin, g)

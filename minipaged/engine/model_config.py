@@ -5,17 +5,19 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['SUPPORTED_ARCHITECTURES', 'ModelConfig', 'tiny_config', 'config_from_hf', 'config_to_hf']
+__all__ = ['SUPPORTED_ARCHITECTURES', 'ROPE_TYPES', 'ModelConfig', 'tiny_config', 'RopeScaling', 'config_from_hf', 'config_to_hf']
 
 # %% ../../nbs/07_model.ipynb #imp08383
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from ..accounting.budget import ModelShape, shape_from_hf_config
-from ..utils import patch_to
+from ..utils import check_bool, check_int, check_number, patch_to
 
 # %% ../../nbs/07_model.ipynb #7e76dd0a
-SUPPORTED_ARCHITECTURES = ('LlamaForCausalLM', 'Qwen2ForCausalLM')
+# Mistral is a Llama with an optional sliding window (refused below when it would bite)
+SUPPORTED_ARCHITECTURES = ('LlamaForCausalLM', 'Qwen2ForCausalLM', 'MistralForCausalLM')
+_MODEL_TYPES = dict(zip(SUPPORTED_ARCHITECTURES, ('llama', 'qwen2', 'mistral')))
 
 def _token_id(t, vocab_size: int) -> bool:
     return isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab_size
@@ -39,6 +41,7 @@ class ModelConfig:
     architecture: str = 'LlamaForCausalLM'
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
+    rope_scaling: RopeScaling | None = None   # None: the default rotary embedding (below)
 
     def __post_init__(self):
         if self.architecture not in SUPPORTED_ARCHITECTURES:
@@ -48,14 +51,19 @@ class ModelConfig:
             if getattr(self.shape, k) is None: raise ValueError(f"config needs {k}")
         if self.shape.head_dim % 2: raise ValueError("head_dim must be even for rotary embeddings, got "
                                                      f"{self.shape.head_dim}")
+        if not (self.rope_scaling is None or isinstance(self.rope_scaling, RopeScaling)):
+            raise ValueError(f"rope_scaling must be a RopeScaling or None, got {self.rope_scaling!r}")
         # a special token id that is not a token would never match: refuse it here
         _check_special_tokens(self.eos_token_ids, self.bos_token_id, self.shape.vocab_size)
 
 # %% ../../nbs/07_model.ipynb #f4609560
 @patch_to(ModelConfig, as_prop=True)
 def max_position_embeddings(self) -> int:
-    "The longest context the model allows: the shape's, or 2048 when the config does not say"
-    return self.shape.max_position_embeddings or 2048
+    """The longest context the model serves: the config's (2048 when it does not say), times the factor of a
+    rope scaling that stretches it (linear, dynamic; YaRN stretches its original context; below)"""
+    n, s = self.shape.max_position_embeddings or 2048, self.rope_scaling
+    if s is None or s.rope_type in ('default', 'llama3'): return n     # Llama 3.1's config gives the long one
+    return int((s.original_max_position_embeddings if s.rope_type == 'yarn' else n) * s.factor)
 
 # %% ../../nbs/07_model.ipynb #cb7ba311
 def tiny_config(architecture: str = 'LlamaForCausalLM', **shape_kw) -> ModelConfig:
@@ -66,12 +74,75 @@ def tiny_config(architecture: str = 'LlamaForCausalLM', **shape_kw) -> ModelConf
               attention_bias=architecture == 'Qwen2ForCausalLM') | shape_kw
     return ModelConfig(shape=ModelShape(**kw), architecture=architecture, bos_token_id=1, eos_token_ids=(2,))
 
+# %% ../../nbs/07_model.ipynb #fd753397
+def _check_rope_scaling(s) -> None:
+    "Refuse a rope type that is not computed here, or numbers out of range; each error names the field"
+    if s.rope_type not in ROPE_TYPES:
+        raise ValueError(f"rope_scaling.rope_type {s.rope_type!r} is not supported; supported: "
+                         f"{', '.join(ROPE_TYPES)}")
+    check_number('rope_scaling.factor', s.factor, 1.0)
+    for k in ('low_freq_factor', 'high_freq_factor', 'beta_fast', 'beta_slow'):
+        check_number(f'rope_scaling.{k}', getattr(s, k), 0.0, low_open=True)
+    for k in ('attention_factor', 'mscale', 'mscale_all_dim'):
+        if getattr(s, k) is not None: check_number(f'rope_scaling.{k}', getattr(s, k), 0.0)
+    if s.original_max_position_embeddings is not None:
+        check_int('rope_scaling.original_max_position_embeddings', s.original_max_position_embeddings, 1)
+    elif s.rope_type in ('llama3', 'yarn'):
+        raise ValueError(f"rope_scaling ({s.rope_type}) needs original_max_position_embeddings")
+    if s.rope_type == 'llama3' and not s.high_freq_factor > s.low_freq_factor:
+        raise ValueError("rope_scaling.high_freq_factor must be larger than low_freq_factor, got "
+                         f"{s.high_freq_factor} and {s.low_freq_factor}")
+    check_bool('rope_scaling.truncate', s.truncate)
+
 # %% ../../nbs/07_model.ipynb #104cba56
-def _rope_theta(cfg: dict) -> float:
+ROPE_TYPES = ('default', 'linear', 'dynamic', 'yarn', 'llama3')
+
+@dataclass(frozen=True)
+class RopeScaling:
+    "How a rotary embedding is stretched past the context it was trained at (`transformers`' names)"
+    rope_type: str = 'default'
+    factor: float = 1.0
+    original_max_position_embeddings: int | None = None    # llama3, yarn: the trained context
+    low_freq_factor: float = 1.0                           # llama3: the band of wavelengths that blends
+    high_freq_factor: float = 4.0
+    beta_fast: float = 32.0                                # yarn: the ramp between kept and stretched pairs
+    beta_slow: float = 1.0
+    attention_factor: float | None = None                  # yarn: scales cos and sin; None: from the factor
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    truncate: bool = True
+
+    def __post_init__(self): _check_rope_scaling(self)
+
+# %% ../../nbs/07_model.ipynb #b644679a
+_ROPE_KEYS = {'linear': ('factor',), 'dynamic': ('factor',), 'yarn': (),
+              'llama3': ('factor', 'low_freq_factor', 'high_freq_factor')}
+_ROPE_FIELDS = ('factor', 'original_max_position_embeddings', 'low_freq_factor', 'high_freq_factor',
+                'beta_fast', 'beta_slow', 'attention_factor', 'mscale', 'mscale_all_dim', 'truncate')
+
+def _rope_params(cfg: dict) -> tuple[dict, str]:
+    "The rope dict of a config (`rope_parameters`, else `rope_scaling`; none is `{}`) and its rope type"
     params = cfg.get('rope_parameters') or cfg.get('rope_scaling') or {}
-    kind = params.get('rope_type') or params.get('type') or 'default'
-    if kind != 'default': raise ValueError(f"rope type {kind!r} is not supported (only 'default')")
-    return float(params.get('rope_theta') or cfg.get('rope_theta') or 10000.0)
+    if not isinstance(params, dict): raise ValueError(f"rope_scaling must be a JSON object, got {params!r}")
+    if any(isinstance(v, dict) for v in params.values()):
+        raise ValueError("rope_parameters per layer type (a nested dict) is not supported")
+    return params, params.get('rope_type') or params.get('type') or 'default'
+
+# %% ../../nbs/07_model.ipynb #5785121f
+def _rope_from_hf(cfg: dict) -> tuple[float, RopeScaling | None]:
+    "The rotary base and the scaling (None for the default) a `config.json` dict asks for"
+    params, kind = _rope_params(cfg)
+    theta = params.get('rope_theta') or cfg.get('rope_theta') or 10000.0
+    theta = check_number('rope_theta', theta, 0, low_open=True)
+    if kind == 'default': return theta, None
+    missing = [k for k in _ROPE_KEYS.get(kind, ()) if params.get(k) is None]
+    if missing: raise ValueError(f"rope_scaling ({kind}) needs {', '.join(missing)}")
+    kw = {k: params[k] for k in _ROPE_FIELDS if params.get(k) is not None}
+    if kind in ('llama3', 'yarn'):        # transformers' default: the context the config states
+        kw.setdefault('original_max_position_embeddings', cfg.get('max_position_embeddings'))
+    if kind == 'yarn' and 'factor' not in kw:                  # the stretch is the ratio of the two contexts
+        kw['factor'] = cfg['max_position_embeddings'] / kw['original_max_position_embeddings']
+    return theta, RopeScaling(kind, **kw)
 
 # %% ../../nbs/07_model.ipynb #ab12fe38
 def _read_config(config) -> dict:
@@ -88,38 +159,103 @@ def _architecture(config: dict) -> str:
     archs = config.get('architectures') or []
     arch = next((a for a in archs if a in SUPPORTED_ARCHITECTURES), archs[0] if archs else None)
     if arch is None:
-        arch = {'llama': 'LlamaForCausalLM', 'qwen2': 'Qwen2ForCausalLM'}.get(
-            config.get('model_type'), str(config.get('model_type'))
-        )
+        by_type = {t: a for a, t in _MODEL_TYPES.items()}
+        arch = by_type.get(config.get('model_type'), str(config.get('model_type')))
     if arch not in SUPPORTED_ARCHITECTURES:
         raise ValueError(f"architecture {arch!r} is not supported; supported: "
                          f"{', '.join(SUPPORTED_ARCHITECTURES)}")
     return arch
 
 # %% ../../nbs/07_model.ipynb #c6954ff3
-def config_from_hf(config) -> ModelConfig:
-    "A `ModelConfig` from a Hugging Face `config.json` (a path, a checkpoint directory, or the parsed dict)"
-    config = _read_config(config)
+def _generation_config(config) -> dict:
+    "The `generation_config.json` beside a checkpoint's config.json, parsed; `{}` for a dict or when absent"
+    if isinstance(config, dict): return {}
+    p = Path(config); p = (p if p.is_dir() else p.parent) / 'generation_config.json'
+    if not p.exists(): return {}
+    try: g = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"checkpoint: {p} is not valid JSON ({e})") from None
+    if not isinstance(g, dict): raise ValueError(f"checkpoint: {p} must hold a JSON object")
+    return g
+
+# %% ../../nbs/07_model.ipynb #7b1e0b74
+def _as_ids(x) -> tuple: return tuple(x) if isinstance(x, (list, tuple)) else (() if x is None else (x,))
+
+def _special_tokens(config: dict, generation: dict) -> tuple[tuple, object]:
+    "EOS ids: config.json's, then those generation_config.json adds; BOS: config.json's, else generation's"
+    eos = _as_ids(config.get('eos_token_id'))       # checked by ModelConfig: ["2"] is refused
+    eos += tuple(t for t in _as_ids(generation.get('eos_token_id')) if t not in eos)
+    bos = config.get('bos_token_id')
+    return eos, generation.get('bos_token_id') if bos is None else bos
+
+# %% ../../nbs/07_model.ipynb #b30423d8
+def _check_features(config: dict, arch: str, context: int) -> None:
+    "Refuse a config that asks for something this model does not compute; the error names the field"
+    if (act := config.get('hidden_act', 'silu')) != 'silu':
+        raise ValueError(f"hidden_act {act!r} is not supported (only 'silu')")
+    if config.get('mlp_bias'): raise ValueError("mlp_bias true is not supported (the MLP has no biases)")
+    if config.get('partial_rotary_factor', 1.0) != 1.0:
+        raise ValueError(f"partial_rotary_factor {config['partial_rotary_factor']} is not supported "
+                         "(only 1.0)")
+    window = config.get('sliding_window')
+    if arch == 'Qwen2ForCausalLM' and not config.get('use_sliding_window'): window = None
+    if window is not None and window < context:
+        raise ValueError(f"sliding_window {window} is shorter than the context {context}: sliding-window "
+                         "attention is not supported (full attention only)")
+    if any(t != 'full_attention' for t in config.get('layer_types') or ()):
+        raise ValueError("layer_types other than 'full_attention' are not supported")
+
+# %% ../../nbs/07_model.ipynb #1a0f3761
+def _config_from_dict(config: dict, generation: dict) -> ModelConfig:
+    "The `ModelConfig` of a parsed `config.json` and its generation config"
     arch = _architecture(config)
-    eos = config.get('eos_token_id')
-    # checked by ModelConfig: ["2"] is refused
-    eos = tuple(eos) if isinstance(eos, (list, tuple)) else (() if eos is None else (eos,))
-    model_type = 'qwen2' if arch == 'Qwen2ForCausalLM' else config.get('model_type', 'llama')
-    shape = shape_from_hf_config({**config, 'model_type': model_type})
-    return ModelConfig(shape=shape, rope_theta=_rope_theta(config),
-                       rms_norm_eps=float(config.get('rms_norm_eps', 1e-6)), architecture=arch,
-                       bos_token_id=config.get('bos_token_id'), eos_token_ids=eos)
+    eos, bos = _special_tokens(config, generation)
+    shape = shape_from_hf_config({**config, 'model_type': _MODEL_TYPES[arch]})
+    theta, scaling = _rope_from_hf(config)
+    eps = check_number('rms_norm_eps', config.get('rms_norm_eps', 1e-6), 0, low_open=True)
+    cfg = ModelConfig(shape=shape, rope_theta=theta, rms_norm_eps=eps, architecture=arch, bos_token_id=bos,
+                      eos_token_ids=eos, rope_scaling=scaling)
+    _check_features(config, arch, cfg.max_position_embeddings)
+    return cfg
+
+# %% ../../nbs/07_model.ipynb #5be4a962
+def config_from_hf(config) -> ModelConfig:
+    """A `ModelConfig` from a Hugging Face `config.json` (a path, a checkpoint directory, or the parsed dict)
+    and the `generation_config.json` beside it; an error names the file and the field"""
+    where = 'config.json' if isinstance(config, dict) else str(Path(config) / 'config.json'
+                                                                if Path(config).is_dir() else config)
+    parsed = _read_config(config)
+    try: return _config_from_dict(parsed, _generation_config(config))
+    except ValueError as e:
+        msg = str(e)
+        if msg.startswith('checkpoint: '): raise
+        raise ValueError(f"{where}: {msg.removeprefix('config: config ').removeprefix('config: ')}") from None
 
 # %% ../../nbs/07_model.ipynb #f1bd1016
+_ROPE_WRITTEN = {'linear': ('factor',), 'dynamic': ('factor',),
+                 'llama3': ('factor', 'low_freq_factor', 'high_freq_factor',
+                            'original_max_position_embeddings'),
+                 'yarn': ('factor', 'original_max_position_embeddings', 'beta_fast', 'beta_slow',
+                          'attention_factor',
+                          'mscale', 'mscale_all_dim', 'truncate')}
+
+def _rope_to_hf(s: RopeScaling | None) -> dict | None:
+    "The `rope_scaling` dict of `s`: its type and the numbers that type reads"
+    if s is None: return None
+    return {'rope_type': s.rope_type, **{k: getattr(s, k) for k in _ROPE_WRITTEN[s.rope_type]
+                                         if getattr(s, k) is not None}}
+
+# %% ../../nbs/07_model.ipynb #46cb5906
 def config_to_hf(cfg: ModelConfig) -> dict:
     "The `config.json` dict of `cfg`, as `transformers` writes it"
     s = cfg.shape
     return dict(_name_or_path=s.name, architectures=[cfg.architecture],
-                model_type='qwen2' if cfg.architecture == 'Qwen2ForCausalLM' else 'llama',
+                model_type=_MODEL_TYPES[cfg.architecture],
                 vocab_size=s.vocab_size, hidden_size=s.hidden_size, intermediate_size=s.intermediate_size,
                 num_hidden_layers=s.num_layers, num_attention_heads=s.num_q_heads,
                 num_key_value_heads=s.num_kv_heads, head_dim=s.head_dim, rms_norm_eps=cfg.rms_norm_eps,
-                rope_theta=cfg.rope_theta, max_position_embeddings=cfg.max_position_embeddings,
+                rope_theta=cfg.rope_theta, rope_scaling=_rope_to_hf(cfg.rope_scaling),
+                max_position_embeddings=s.max_position_embeddings or 2048,
                 tie_word_embeddings=s.tie_word_embeddings, attention_bias=s.attention_bias,
                 bos_token_id=cfg.bos_token_id, eos_token_id=list(cfg.eos_token_ids) or None,
                 hidden_act='silu', torch_dtype=s.dtype)
