@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['BENCH_ENGINE', 'ENGINE_FLAGS', 'DEFAULT_WORKLOAD', 'DEFAULT_SLO', 'BENCH_COLUMNS', 'engine_flag', 'add_engine_arguments', 'add_bench_arguments', 'print_bench', 'run_bench_cli']
+__all__ = ['BENCH_ENGINE', 'ENGINE_FLAGS', 'DEFAULT_WORKLOAD', 'DEFAULT_SLO', 'BENCH_COLUMNS', 'engine_flag', 'add_engine_arguments', 'add_bench_arguments', 'text_samples', 'print_bench', 'run_bench_cli']
 
 # %% ../../nbs/09_serving_benchmark.ipynb #imp67410
 import csv, json, math, os
@@ -255,6 +255,14 @@ def _write_run_files(out: Path, workload: Workload, runs: list[Run],
     figures, skipped = _write_figures(out, runs)
     return files | figures, skipped
 
+# %% ../../nbs/09_serving_benchmark.ipynb #78a30dee
+def text_samples(run: Run, k: int = 3) -> list[dict]:
+    "The prompt and completion texts of the first `k` completed requests (by index) that have both"
+    done = sorted((r for r in run.records if r.status == 'completed' and r.text is not None
+                   and r.prompt_text is not None), key=lambda r: r.index)
+    return [dict(index=r.index, prompt=r.prompt_text, completion=r.text, finish_reason=r.finish_reason)
+            for r in done[:k]]
+
 # %% ../../nbs/09_serving_benchmark.ipynb #9a0e100f
 def _bench_result(args, workload: Workload, slo: SLO, runs: list[Run], summaries: list[dict],
                   memory: ProcessMemory, llm: LLM, skipped: dict) -> dict:
@@ -266,7 +274,8 @@ def _bench_result(args, workload: Workload, slo: SLO, runs: list[Run], summaries
                 spread=spread(summaries) if len(runs) > 1 else [], kv_high_water=high_water_rows(run),
                 chapter01_agreement=chapter01_agreement(run), process_memory=process_memory_rows(run, llm),
                 memory_measured_with=memory.kind, by_prompt_len=by_length(run.records, 'prompt_len'),
-                by_output_len=by_length(run.records, 'output_len', edges=(32, 64)), skipped=skipped)
+                by_output_len=by_length(run.records, 'output_len', edges=(32, 64)), skipped=skipped,
+                samples=text_samples(run))
 
 # %% ../../nbs/09_serving_benchmark.ipynb #4d27e5e6
 def _ablation_burst(args, workload: Workload) -> Workload:
@@ -320,6 +329,16 @@ def _written_files(result: dict) -> str:
              for p in (f.values() if isinstance(f, dict) else [f])}
     return f"\nwrote {Path(result['files']['summary']).parent}/: " + ', '.join(sorted(names))
 
+# %% ../../nbs/09_serving_benchmark.ipynb #32f27d47
+def _samples_text(samples: list[dict], lines: int = 8) -> str:
+    "The text samples as `print_bench` shows them: each prompt, then its completion (at most `lines` lines)"
+    out = ['\nsamples (prompt, then what the model wrote):']
+    for s in samples:
+        body = (s['prompt'] + s['completion']).splitlines()
+        more = f"  [... {len(body) - lines} more lines]" if len(body) > lines else ''
+        out += [f"--- request {s['index']} ({s['finish_reason']})"] + body[:lines] + ([more] if more else [])
+    return '\n'.join(out)
+
 # %% ../../nbs/09_serving_benchmark.ipynb #81897aee
 def print_bench(result: dict) -> None:
     """The metrics table of a `run_bench_cli` result, then the KV high-water breakdown, and where the files
@@ -334,6 +353,7 @@ def print_bench(result: dict) -> None:
     if 'ablations' in result:
         print('\nablations:')
         print(format_rows([_cells(r, _ABLATION_COLUMNS) for r in result['ablations']['table']]))
+    if result.get('samples'): print(_samples_text(result['samples']))
     print(_written_files(result))
     if result.get('skipped'):
         print('skipped ' + ', '.join(f"{k}.png ({why})" for k, why in result['skipped'].items()))

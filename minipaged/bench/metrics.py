@@ -28,6 +28,8 @@ class RequestRecord:
     preemptions: int = 0
     shared_prefix: bool = False
     reason: str | None = None                # why a request was rejected or failed
+    prompt_text: str | None = None           # a prompt file's request: its prompt ...
+    text: str | None = None                  # ... and the completion, where the model has a tokenizer
 
 # %% ../../nbs/09_serving_benchmark.ipynb #f4aa2bd5
 def request_latencies(r: RequestRecord) -> dict:

@@ -61,7 +61,7 @@ class Run:
 def _sampling(w: Workload, spec: RequestSpec) -> SamplingParams:
     "The sampling parameters of a declared request: its output budget, greedy or seeded, the stop rule"
     return SamplingParams(max_tokens=spec.max_tokens, temperature=w.temperature, seed=w.seed + spec.index,
-                          ignore_eos=True,
+                          ignore_eos=w.ignore_eos,
                           stop_token_ids=() if w.stop_token_id is None else (w.stop_token_id,))
 
 # %% ../../nbs/09_serving_benchmark.ipynb #57e54b51
@@ -115,12 +115,12 @@ def _record(out, spec: RequestSpec, t0: float) -> RequestRecord:
     return RequestRecord(spec.index, len(spec.prompt), len(c.token_ids), spec.arrival,
                          [t - t0 for t in m['token_times'][0]], status, c.finish_reason,
                          m['num_cached_tokens'], m['num_preemptions'], spec.shared_prefix,
-                         m.get('reject_reason'))
+                         m.get('reject_reason'), spec.text, c.text)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #cca68cd1
-def _schedule(workload: Workload, vocab_size: int) -> tuple[dict, list, list]:
+def _schedule(workload: Workload, vocab_size: int, encode=None) -> tuple[dict, list, list]:
     "The declared requests {index: spec}, the specs in arrival order, the (time, index) cancellations"
-    specs = {s.index: s for s in workload_requests(workload, vocab_size)}
+    specs = {s.index: s for s in workload_requests(workload, vocab_size, encode)}
     order = sorted(specs.values(), key=lambda s: (s.arrival, s.index))
     cancels = sorted((s.cancel_at, s.index) for s in order if s.cancel_at is not None)
     return specs, order, cancels
@@ -148,11 +148,17 @@ def _cancel_due(llm: LLM, cancels: list, live: set, now: float) -> None:
         idx = cancels.pop(0)[1]
         if idx in live: llm.abort(idx)
 
+# %% ../../nbs/09_serving_benchmark.ipynb #767daa81
+def _encoder(llm: LLM):
+    "The engine's text -> token ids (its tokenizer's), or None when it has no tokenizer"
+    tok = llm.tokenizer
+    return None if tok is None else (lambda text: tok.encode(text).ids)
+
 # %% ../../nbs/09_serving_benchmark.ipynb #fd0e72dd
 def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, progress=None) -> Run:
     """Serve `workload` on `llm` in real time; record every request and, after every step, the plan, the KV
     terms and the process memory"""
-    specs, order, cancels = _schedule(workload, llm.config.shape.vocab_size)
+    specs, order, cancels = _schedule(workload, llm.config.shape.vocab_size, _encoder(llm))
     counters0, bm0 = _warm_up(llm)
     records, steps, live, seen, high_water, i = {}, [], set(), {}, None, 0
     baseline = memory.current() if memory else None

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['LENGTH_KINDS', 'ARRIVALS', 'LengthDist', 'sample_lengths', 'lengths_from_trace', 'arrival_times', 'Workload', 'workload_to_json', 'workload_from_json', 'RequestSpec', 'workload_requests']
+__all__ = ['LENGTH_KINDS', 'ARRIVALS', 'LengthDist', 'sample_lengths', 'lengths_from_trace', 'arrival_times', 'Workload', 'workload_to_json', 'workload_from_json', 'RequestSpec', 'workload_requests', 'read_prompt_file']
 
 # %% ../../nbs/09_serving_benchmark.ipynb #imp01670
 import csv, io, json, math
@@ -123,6 +123,8 @@ class Workload:
     cancel_frac: float = 0.0                  # fraction of requests the client cancels ...
     cancel_after: float = 1.0                 # ... this many seconds after they arrive
     temperature: float = 0.0                  # 0: greedy
+    prompt_file: str | None = None            # JSON lines {"prompt": text}: real prompts, own lengths
+    ignore_eos: bool = True                   # False: a request also ends at the model's end of sequence
     seed: int = 0                             # of the random streams that draw the requests
 
     def __post_init__(self):
@@ -164,6 +166,10 @@ def _check_prefix_and_sampling(self) -> None:
     if not self.cancel_after >= 0:
         raise ValueError(f"cancel_after must be >= 0 seconds, got {self.cancel_after}")
     if not self.temperature >= 0: raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+    if not (self.prompt_file is None or isinstance(self.prompt_file, str)):
+        raise ValueError(f"prompt_file must be a path or None, got {self.prompt_file!r}")
+    if not isinstance(self.ignore_eos, bool):
+        raise ValueError(f"ignore_eos must be true or false, got {self.ignore_eos!r}")
     if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
 
@@ -176,15 +182,17 @@ def workload_to_json(w: Workload) -> str:
 _WORKLOAD_JSON = dict(num_requests=int, arrival=str, rate=float, burstiness=float, prompt_len=dict,
                       output_len=dict, shared_prefix_frac=float, shared_prefix_len=int,
                       stop_token_id=(int, None), cancel_frac=float, cancel_after=float, temperature=float,
-                      seed=int)
+                      prompt_file=(str, None), ignore_eos=bool, seed=int)
 _LENGTH_JSON = dict(kind=str, value=int, low=int, high=int, median=float, sigma=float, values=list)
 _JSON_KINDS = {int: 'an integer', float: 'a finite number', str: 'a string', dict: 'an object',
-               list: 'a list of integers', (int, None): 'an integer or null'}
+               list: 'a list of integers', (int, None): 'an integer or null', (str, None): 'a string or null',
+               bool: 'true or false'}
 
 # %% ../../nbs/09_serving_benchmark.ipynb #94acb827
 def _json_fits(v, kind) -> bool:
-    "Whether the JSON value `v` is of `kind` (a type of the schema, or (int, None) for an optional integer)"
-    if kind == (int, None): return v is None or _json_fits(v, int)
+    "Whether the JSON value `v` is of `kind` (a type of the schema, or (type, None) for an optional one)"
+    if isinstance(kind, tuple): return v is None or _json_fits(v, kind[0])
+    if kind is bool: return isinstance(v, bool)
     if isinstance(v, bool): return False
     if kind is float: return isinstance(v, (int, float)) and math.isfinite(v)
     if kind is list: return isinstance(v, list) and all(_json_fits(x, int) for x in v)
@@ -235,10 +243,12 @@ class RequestSpec:
     max_tokens: int
     cancel_at: float | None        # seconds after the run starts, or None
     shared_prefix: bool
+    text: str | None = None        # the prompt's text, for a prompt file's requests
 
 # %% ../../nbs/09_serving_benchmark.ipynb #42515d9d
-def workload_requests(w: Workload, vocab_size: int) -> list[RequestSpec]:
-    "The requests `w` declares for a model with `vocab_size` token ids, identical for an identical workload"
+def workload_requests(w: Workload, vocab_size: int, encode=None) -> list[RequestSpec]:
+    """The requests `w` declares for a model with `vocab_size` token ids (and, for a prompt file, its
+    tokenizer's `encode`: text -> ids), identical for an identical workload"""
     check_positive('vocab_size', vocab_size)
     if vocab_size <= 3: raise ValueError(f"vocab_size must be > 3, got {vocab_size}")
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(w.seed).spawn(6)]
@@ -249,7 +259,34 @@ def workload_requests(w: Workload, vocab_size: int) -> list[RequestSpec]:
     prefix = prefix_rng.integers(3, vocab_size, size=w.shared_prefix_len).tolist()
     shared = prefix_rng.random(n) < w.shared_prefix_frac
     cancelled = cancel.random(n) < w.cancel_frac
-    own = lambda i: tokens.integers(3, vocab_size, size=prompt_lens[i]).tolist()     # drawn in request order
-    return [RequestSpec(i, arrivals[i], (prefix if shared[i] else []) + own(i), output_lens[i],
-                        arrivals[i] + w.cancel_after if cancelled[i] else None, bool(shared[i]))
+    if w.prompt_file: texts, prompts, prefix = _text_prompts(w, encode, tokens)
+    else: texts, prompts = [None] * n, [tokens.integers(3, vocab_size, size=k).tolist() for k in prompt_lens]
+    return [RequestSpec(i, arrivals[i], (prefix if shared[i] else []) + prompts[i], output_lens[i],
+                        arrivals[i] + w.cancel_after if cancelled[i] else None, bool(shared[i]), texts[i])
             for i in range(n)]
+
+# %% ../../nbs/09_serving_benchmark.ipynb #b3badc08
+def read_prompt_file(path) -> list[str]:
+    "The prompts of a JSON-lines file, one `{\"prompt\": text}` per line; an error names the file and line"
+    try: lines = Path(path).read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"prompt_file: cannot read {path} ({e})") from None
+    prompts = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip(): continue
+        try: p = json.loads(line)['prompt']
+        except (json.JSONDecodeError, KeyError, TypeError): p = None
+        if not isinstance(p, str) or not p:
+            raise ValueError(f'prompt_file: {path} line {n} is not {{"prompt": "<non-empty text>"}}')
+        prompts.append(p)
+    if not prompts: raise ValueError(f"prompt_file: {path} holds no prompts")
+    return prompts
+
+def _text_prompts(w: Workload, encode, rng) -> tuple[list, list, list]:
+    """Each request's text (drawn from the file in request order), its token ids, and the shared prefix: the
+    first `shared_prefix_len` tokens of the file's texts"""
+    if encode is None: raise ValueError("prompt_file needs a model with a tokenizer")
+    pool = read_prompt_file(w.prompt_file)
+    texts = [pool[k] for k in rng.integers(len(pool), size=w.num_requests)]
+    prefix = encode('\n'.join(pool))[:w.shared_prefix_len] if w.shared_prefix_len else []
+    return texts, [encode(t) for t in texts], prefix
