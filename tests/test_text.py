@@ -386,3 +386,8 @@ def test_broken_tokenizer_fails_its_request_only():
     assert (outs[good].outputs[0].finish_reason, outs[good].outputs[0].error) == ('length', None)
     assert outs[good].outputs[0].text is not None
     assert e.block_manager.num_used_blocks == 0
+
+def test_a_plain_tokenizer_gets_no_left_context():
+    joined = type('Joined', (), {'decode': lambda self, ids: ' '.join(map(str, ids)), 'encode': None})()
+    d = Detokenizer(TextTokenizer(joined), [5, 6, 7]); d.update([57, 57, 58], finished=True)
+    assert d.output_text(True) == '57 57 58'                              # its decode's text, nothing of the prompt

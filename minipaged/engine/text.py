@@ -112,7 +112,9 @@ class Detokenizer:
                  include_stop_str_in_output: bool = False, skip_special_tokens: bool = True):
         self.tokenizer, self.skip, self.stop = tokenizer, skip_special_tokens, tuple(stop)
         self.include_stop = include_stop_str_in_output
-        self.ids = list(prompt_ids[-CONTEXT_TOKENS:])          # the left context, then the output
+        # the left context, then the output; a tokenizer known only by its decode gets none
+        context = CONTEXT_TOKENS if isinstance(tokenizer.backend, Tokenizer) else 0
+        self.ids = list(prompt_ids[max(0, len(prompt_ids) - context):])
         self.prefix, self.read = 0, len(self.ids)
         self.prefix_text = self._decode(0, self.read)
         self.text, self.consumed, self.stop_reason, self.done = '', 0, None, False
