@@ -339,7 +339,7 @@ def _submit(self, r: dict):
 @patch_to(LLM)
 def add_request(self, prompt, params: SamplingParams | None = None, request_id=None,
                 arrival_time: float | None = None, cache_salt=None, priority: int = 0):
-    "Queue one prompt (token ids, or a string when there is a tokenizer); returns its request id"
+    "Queue one prompt (token ids, a prompt dict, or a string when there is a tokenizer); returns its id"
     return self._submit(self._check_request(prompt, params, request_id, arrival_time, cache_salt, priority))
 
 # %% ../../nbs/08_engine.ipynb #048f5f86
@@ -741,7 +741,7 @@ def _cancel(self, ids: list) -> None:
 @patch_to(LLM)
 def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
              use_tqdm: bool | None = None) -> list[RequestOutput]:
-    "Generate for every prompt (token-id lists or strings); one `RequestOutput` per prompt, in input order"
+    "Generate for every prompt (token ids, strings, prompt dicts); one `RequestOutput` each, in input order"
     checked = self._check_generate(prompts, sampling_params, use_tqdm)
     ids, bar = [], None
     try:
