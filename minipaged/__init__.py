@@ -4,7 +4,7 @@ __version__ = "0.1.0"
 # torch. The folders follow a request's path: accounting/ (what it costs), attention/ (how it reads its cache),
 # engine/ (how it is served), bench/ (how serving is measured), testing/ (the oracles chapters and tests share).
 _PUBLIC = dict(LLM='llm', RequestOutput='llm', CompletionOutput='llm', EngineConfig='config',
-               SamplingParams='sampler')
+               SamplingParams='sampler', Logprob='sampler')
 __all__ = list(_PUBLIC)
 
 def __getattr__(name):

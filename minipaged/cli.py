@@ -6,7 +6,7 @@ Docs: https://minipaged.github.io/minipaged/cli.html.md"""
 
 # %% ../nbs/90_cli.ipynb #9cb7e2cb
 from __future__ import annotations
-import argparse, json, os, sys, tempfile
+import argparse, json, os, sys, tempfile, time
 from dataclasses import replace
 from pathlib import Path
 from .accounting.budget import (canonical_dtype, kv_bytes, ModelShape, param_count, preset,
@@ -17,7 +17,8 @@ from .utils import format_rows, GiB, write_figure
 from .accounting.paging_plots import plot_tail_waste
 
 # %% auto #0
-__all__ = ['REPORT_LENGTHS', 'cmd_kv', 'cmd_paging', 'cmd_report', 'build_parser', 'main']
+__all__ = ['REPORT_LENGTHS', 'SAMPLING_FLAGS', 'ENGINE_FLAGS', 'cmd_kv', 'cmd_paging', 'cmd_report', 'cmd_generate',
+           'build_parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #7348646e
 class _Parser(argparse.ArgumentParser):
@@ -154,6 +155,115 @@ def _check_out(path) -> None:
     finally:
         for d in reversed(made): d.rmdir()
 
+# %% ../nbs/90_cli.ipynb #45d44ccc
+def _flag_error(x: ValueError, names) -> ValueError:
+    "A field's error in the words of its flag: `max_tokens must be ...` becomes `--max-tokens must be ...`"
+    msg = str(x)
+    name = next((n for n in names if msg.startswith((n + ' ', n + ':'))), None)
+    return ValueError('--' + name.replace('_', '-') + msg[len(name):]) if name else x
+
+# %% ../nbs/90_cli.ipynb #a763340a
+SAMPLING_FLAGS = ('n', 'temperature', 'top_p', 'top_k', 'seed', 'max_tokens', 'stop', 'logprobs',
+                  'ignore_eos')
+
+def _sampling_from_flags(a):
+    "The `SamplingParams` of `generate`'s flags; a bad value is an error naming its flag"
+    from minipaged.engine.sampler import SamplingParams
+    kw = {k: getattr(a, k) for k in SAMPLING_FLAGS if getattr(a, k, None) is not None}
+    try: return SamplingParams(**kw)
+    except ValueError as x: raise _flag_error(x, SAMPLING_FLAGS) from None
+
+# %% ../nbs/90_cli.ipynb #84dd9e17
+ENGINE_FLAGS = ('dtype', 'block_size', 'num_blocks', 'max_model_len', 'max_num_seqs', 'device')
+
+def _engine_from_flags(a):
+    "The `LLM` of MODEL with the engine flags given; a directory without a checkpoint or tokenizer: an error"
+    from minipaged.engine.llm import LLM
+    path = Path(a.model)
+    if not (path / 'config.json').is_file():
+        raise ValueError(f"MODEL {a.model}: not a checkpoint directory (it has no config.json)")
+    settings = {k: getattr(a, k) for k in ENGINE_FLAGS if getattr(a, k, None) is not None}
+    try: llm = LLM(path, **settings)
+    except ValueError as x: raise _flag_error(x, ENGINE_FLAGS) from None
+    if llm.tokenizer is None:
+        raise ValueError(f"MODEL {a.model}: it has no tokenizer.json, and generate needs text")
+    return llm
+
+# %% ../nbs/90_cli.ipynb #93885494
+def _stream(llm, prompt, params, write=None) -> tuple:
+    "Run one request step by step, `write` each new piece of sample 0's text: (its final output, timings)"
+    start = time.perf_counter()
+    rid = llm.add_request(prompt, params)
+    shown, first, final = 0, None, None
+    while final is None:
+        for o in llm.step():
+            if o.request_id != rid: continue
+            if first is None and any(c.token_ids for c in o.outputs): first = time.perf_counter()
+            text = o.outputs[0].text or ''
+            if write and len(text) > shown: write(text[shown:]); shown = len(text)
+            if o.finished: final = o
+    total, n = time.perf_counter() - start, sum(len(c.token_ids) for c in final.outputs)
+    return final, dict(ttft_s=None if first is None else first - start, total_s=total, output_tokens=n,
+                       tokens_per_s=n / total if total > 0 else None)
+
+# %% ../nbs/90_cli.ipynb #852e2ebc
+def _sample_json(c, params) -> dict:
+    "One `CompletionOutput` as plain JSON: text, token ids, why it ended, and its logprobs when asked for"
+    d = dict(text=c.text, token_ids=c.token_ids, finish_reason=c.finish_reason, stop_reason=c.stop_reason)
+    if params.logprobs is not None:
+        d['logprobs'] = [{str(t): dict(logprob=lp.logprob, rank=lp.rank, decoded_token=lp.decoded_token)
+                          for t, lp in entry.items()} for entry in c.logprobs]
+        d['cumulative_logprob'] = c.cumulative_logprob
+    if c.error: d['error'] = c.error
+    return d
+
+# %% ../nbs/90_cli.ipynb #1cf63628
+def cmd_generate(a) -> dict:
+    "Generate text from the checkpoint MODEL for PROMPT, streamed as it is produced (--json: one object)"
+    params, llm = _sampling_from_flags(a), _engine_from_flags(a)
+    prompt = llm._chat_prompt([{'role': 'user', 'content': a.prompt}], None, True) if a.chat else a.prompt
+    write = None if a.json or params.n > 1 else (lambda s: (sys.stdout.write(s), sys.stdout.flush()))
+    out, timings = _stream(llm, prompt, params, write)
+    samples = [_sample_json(c, params) for c in out.outputs]
+    res = dict(samples[0], prompt=out.prompt, num_prompt_tokens=len(out.prompt_token_ids), timings=timings)
+    if params.n > 1: res['samples'] = samples
+    bad = next((s for s in samples if s['finish_reason'] in ('aborted', 'rejected')), None)
+    if bad: res['error'] = bad.get('error') or out.metrics.get('reject_reason') or bad['finish_reason']
+    return res
+
+# %% ../nbs/90_cli.ipynb #9e56d06a
+def _print_generate(r) -> None:
+    "After the streamed text, a newline (n > 1: each sample in turn); how it ended and how fast on stderr"
+    if 'samples' in r:
+        for i, s in enumerate(r['samples']): print(f"--- sample {i} ({s['finish_reason']})\n{s['text']}")
+    else: print()
+    t = r['timings']
+    ttft = 'no token' if t['ttft_s'] is None else f"TTFT {t['ttft_s'] * 1000:.1f} ms"
+    sys.stderr.write(f"[{t['output_tokens']} tokens, {r['finish_reason']}, {ttft}, "
+                     f"{t['tokens_per_s'] or 0:.1f} tok/s]\n")
+
+# %% ../nbs/90_cli.ipynb #43f89f26
+def _add_generate_parser(sub) -> argparse.ArgumentParser:
+    "The `generate` subcommand: a checkpoint, a prompt, the sampling flags and a few engine settings"
+    g = sub.add_parser('generate', help='generate text from a checkpoint, streamed as it is produced',
+                       description=cmd_generate.__doc__)
+    g.add_argument('model', metavar='MODEL',
+                   help='a checkpoint directory (config.json, weights, tokenizer.json)')
+    g.add_argument('prompt', metavar='PROMPT', help='the prompt (with --chat: one user message)')
+    for flag, kind, help in [('--max-tokens', int, 'tokens to generate (default 16)'),
+                             ('--n', int, 'samples'), ('--temperature', float, '0 is greedy (default 1.0)'),
+                             ('--top-p', float, 'nucleus'), ('--top-k', int, 'keep the k most likely'),
+                             ('--seed', int, 'sampling seed'),
+                             ('--logprobs', int, 'K: report each token\'s logprob and the top K (0-20)')]:
+        g.add_argument(flag, type=kind, help=help)
+    g.add_argument('--stop', action='append', help='a stop string (repeat the flag for several)')
+    g.add_argument('--ignore-eos', action='store_true', default=None, help='do not stop at end of sequence')
+    g.add_argument('--chat', action='store_true', help="PROMPT is one user message through the chat template")
+    for flag, kind in [('--dtype', str), ('--block-size', int), ('--num-blocks', int),
+                       ('--max-model-len', int), ('--max-num-seqs', int), ('--device', str)]:
+        g.add_argument(flag, type=kind, help=f"the engine's {flag[2:].replace('-', '_')} (default: its own)")
+    return g
+
 # %% ../nbs/90_cli.ipynb #7c7ad145
 def _add_kv_parser(sub) -> argparse.ArgumentParser:
     "The `kv` subcommand: a model shape from a config, a preset or flags; a context; a batch"
@@ -203,18 +313,19 @@ def _add_bench_parser(sub, argv: list[str] | None) -> argparse.ArgumentParser:
 
 # %% ../nbs/90_cli.ipynb #b7ec4e8d
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The `minipaged` parser: one subcommand per headline computation (`argv` decides whether `bench`'s
-    options are loaded)"""
+    """The `minipaged` parser: one subcommand per headline computation, and `generate` (`argv` decides
+    whether `bench`'s options are loaded)"""
     p = _Parser(prog='minipaged',
                 description='minipaged: the memory machinery of LLM serving, as a course and a library')
-    sub = p.add_subparsers(dest='command', required=True, metavar='{kv,paging,report,bench}')
+    sub = p.add_subparsers(dest='command', required=True, metavar='{kv,paging,report,bench,generate}')
     kv, pg, rp = _add_kv_parser(sub), _add_paging_parser(sub), _add_report_parser(sub)
-    bench = _add_bench_parser(sub, argv)
-    for s in (kv, pg, rp, bench):
+    bench, gen = _add_bench_parser(sub, argv), _add_generate_parser(sub)
+    for s in (kv, pg, rp, bench, gen):
         s.add_argument('--json', action='store_true', help='print JSON for a program instead of a table')
     kv.set_defaults(func=cmd_kv, show=_print_kv)
     pg.set_defaults(func=cmd_paging, show=lambda r: print(format_rows(r['rows'])))
     rp.set_defaults(func=cmd_report, show=_print_report)
+    gen.set_defaults(func=cmd_generate, show=_print_generate)
     return p
 
 # %% ../nbs/90_cli.ipynb #0929da5c

@@ -32,3 +32,19 @@ def stream(llm, prompts: list[list[int]], params):
             tokens = out.outputs[0].token_ids
             for t in tokens[seen[out.request_id]:]: yield index[out.request_id], t
             seen[out.request_id] = len(tokens)
+
+
+def stop_at_regex(llm, prompt, pattern: str, params):
+    "The text generated for `prompt` up to the first match of `pattern` (all of it if none matches)"
+    import re
+    rx, rid, text = re.compile(pattern), llm.add_request(prompt, params), ''
+    while llm.has_unfinished_requests():
+        for out in llm.step():
+            if out.request_id != rid: continue
+            text = out.outputs[0].text                # streamed text: never half a character
+            m = rx.search(text)
+            if m:
+                if not out.finished: llm.abort(rid)      # its blocks go back at once
+                while llm.has_unfinished_requests(): llm.step()   # collect the aborted output
+                return text[:m.start()]
+    return text

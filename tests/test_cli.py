@@ -9,7 +9,7 @@ def run(*args):
     p = subprocess.run([str(MINIPAGED), *args], capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
 
-@pytest.mark.parametrize('sub', ['kv', 'paging', 'report'])
+@pytest.mark.parametrize('sub', ['kv', 'paging', 'report', 'generate'])
 def test_help(sub):
     code, out, _ = run(sub, '--help')
     assert code == 0 and '--json' in out
@@ -162,3 +162,70 @@ def test_an_os_error_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(cli, 'cmd_paging', unreadable)
     assert cli.main(['paging', '--lengths', '3']) == 2
     assert capsys.readouterr().err == 'minipaged paging: error: Permission denied: /some/file\n'
+
+# ---- minipaged generate: a checkpoint with a real tokenizer (minipaged.testing.text)
+
+@pytest.fixture(scope='module')
+def text_ckpt(tmp_path_factory):
+    from minipaged.testing.text import tiny_text_checkpoint
+    return tiny_text_checkpoint(tmp_path_factory.mktemp('ckpt'))
+
+def test_generate_prints_the_text_json_says(text_ckpt):
+    args = ('generate', str(text_ckpt), 'Hello café', '--max-tokens', '12', '--temperature', '0')
+    code, out, err = run(*args, '--json')
+    assert code == 0, err
+    r = json.loads(out)
+    assert (len(r['token_ids']), r['finish_reason'], r['stop_reason'], r['prompt']) == (12, 'length', None, 'Hello café')
+    assert r['timings']['ttft_s'] > 0 and r['timings']['tokens_per_s'] > 0 and 'logprobs' not in r
+    code, out, err = run(*args)
+    assert code == 0 and out == r['text'] + '\n'
+    assert err.startswith('[12 tokens, length, TTFT ') and err.count('\n') == 1
+
+def test_generate_streams_piece_by_piece(text_ckpt, monkeypatch):
+    from minipaged.cli import main
+    writes = []
+    class Recorder:
+        def write(self, s): writes.append(s)
+        def flush(self): writes.append(None)
+    monkeypatch.setattr(sys, 'stdout', Recorder())
+    assert main(['generate', str(text_ckpt), 'Hello café', '--max-tokens', '24', '--temperature', '0']) == 0
+    pieces = [w for w in writes if w]
+    assert len(pieces) > 3 and writes.count(None) >= len(pieces) - 1      # each piece flushed as it came
+
+def test_generate_stop_chat_n_and_logprobs(text_ckpt):
+    base = ('generate', str(text_ckpt), 'Hello café', '--max-tokens', '24', '--temperature', '0', '--json')
+    free = json.loads(run(*base)[1])
+    stop = next(free['text'][k:k + 2] for k in range(3, 20) if '\ufffd' not in free['text'][k:k + 2])
+    r = json.loads(run(*base, '--stop', 'zzz', '--stop', stop)[1])
+    assert (r['finish_reason'], r['stop_reason'], r['text']) == ('stop', stop, free['text'][:free['text'].find(stop)])
+    r = json.loads(run(*base, '--logprobs', '2', '--max-tokens', '5')[1])
+    assert len(r['logprobs']) == 5 and all(list(e)[0] == str(t) for e, t in zip(r['logprobs'], r['token_ids']))
+    assert abs(r['cumulative_logprob'] - sum(e[str(t)]['logprob'] for e, t in zip(r['logprobs'], r['token_ids']))) < 1e-6
+    r = json.loads(run(*base, '--chat')[1])
+    assert r['prompt'] == '<s>user: Hello café\nassistant:'
+    code, out, err = run('generate', str(text_ckpt), 'Hi', '--n', '2', '--temperature', '1', '--seed', '1', '--max-tokens', '4')
+    assert code == 0 and out.count('--- sample ') == 2
+    r = json.loads(run('generate', str(text_ckpt), 'Hi', '--n', '2', '--temperature', '1', '--seed', '1', '--json')[1])
+    assert len(r['samples']) == 2 and r['samples'][0]['token_ids'] == r['token_ids']
+
+@pytest.mark.parametrize('extra,msg', [(('--max-tokens', '0'), '--max-tokens must be an integer >= 1'),
+                                       (('--top-p', '2'), '--top-p must be'), (('--n', '0'), '--n must be'),
+                                       (('--stop', ''), '--stop must be'), (('--logprobs', '-1'), '--logprobs must be'),
+                                       (('--dtype', 'float7'), 'dtype'), (('--block-size', '-4'), '--block-size'),
+                                       (('--max-tokens', 'many'), "invalid int value: 'many'"),
+                                       (('--max-tokens', '100000'), 'exceeds the model context')])
+def test_generate_bad_flags_are_one_line(text_ckpt, extra, msg):
+    code, out, err = run('generate', str(text_ckpt), 'Hi', *extra)
+    assert code == 2 and msg in err and err.count('\n') == 1 and 'Traceback' not in err, err
+
+def test_generate_bad_model_is_one_line(tmp_path, text_ckpt):
+    code, _, err = run('generate', str(tmp_path / 'nope'), 'Hi')
+    assert code == 2 and 'not a checkpoint directory' in err and err.count('\n') == 1
+    for f in ('config.json', 'model.safetensors'): (tmp_path / f).write_bytes((text_ckpt / f).read_bytes())
+    code, _, err = run('generate', str(tmp_path), 'Hi')
+    assert code == 2 and 'no tokenizer.json' in err and err.count('\n') == 1
+    (tmp_path / 'tokenizer.json').write_text('{"model": ')
+    code, _, err = run('generate', str(tmp_path), 'Hi')
+    assert code == 2 and str(tmp_path / 'tokenizer.json') in err and err.count('\n') == 1
+    code, _, err = run('generate', str(text_ckpt), 'Hi', '--chat', '--max-tokens', '2')
+    assert code == 0, err

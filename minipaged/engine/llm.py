@@ -21,8 +21,9 @@ from .backend import AttentionMetadata, select_attention_backend
 from .model import allocate_model_cache, CausalLM, random_model
 from .model_config import ModelConfig, tiny_config
 from .checkpoint import load_model
-from .sampler import sample_tokens, SamplingParams
+from .sampler import Logprob, sample_tokens, SamplingParams, token_logprobs
 from .config import EngineConfig
+from .text import check_vocab, Detokenizer, load_tokenizer, render_chat, TextTokenizer
 
 # %% auto #0
 __all__ = ['LLM', 'available_memory', 'CompletionOutput', 'RequestOutput']
@@ -99,9 +100,10 @@ def _load(self, model, dtype: str | None, tokenizer):
     else:
         path = Path(model)
         m, name = load_model(path, dtype=dtype), str(path.resolve())
-        if tokenizer is None and (path / 'tokenizer.json').exists():
-            from tokenizers import Tokenizer
-            tokenizer = Tokenizer.from_file(str(path / 'tokenizer.json'))
+        # tokenizer.json, tokenizer_config.json, chat_template.jinja: the text machinery above
+        if tokenizer is None: tokenizer = load_tokenizer(path, m.config.shape.vocab_size)
+    if tokenizer is not None and not isinstance(tokenizer, TextTokenizer):
+        tokenizer = check_vocab(TextTokenizer(tokenizer), m.config.shape.vocab_size, 'tokenizer')
     self.model_version = self._model_version(model, m)
     return m.to(self.device).eval(), tokenizer, name
 
@@ -202,14 +204,35 @@ def _init_requests(self, cfg: EngineConfig) -> None:
 # %% ../../nbs/08_engine.ipynb #7b8ce126
 @patch_to(LLM)
 def _prompt_list(self, prompt) -> tuple:
-    "(the prompt as a list, its text): a string encoded by the tokenizer, an array listed; not checked yet"
+    """(the prompt as a list, its text): a string encoded by the tokenizer, a prompt dict opened, an array
+    listed; not checked yet"""
+    if isinstance(prompt, dict): return self._prompt_dict(prompt)
     if isinstance(prompt, str):
         if self.tokenizer is None: raise ValueError("prompt is a string but this model has no tokenizer: "
                                                     "pass token ids")
-        return self.tokenizer.encode(prompt).ids, prompt
+        return self.tokenizer.encode(prompt), prompt
     # a NumPy array, a tensor
     if hasattr(prompt, 'tolist') and not isinstance(prompt, (list, tuple)): prompt = prompt.tolist()
     return prompt, None
+
+# %% ../../nbs/08_engine.ipynb #05cfab21
+@patch_to(LLM)
+def _prompt_dict(self, prompt: dict) -> tuple:
+    "(ids, text) of a prompt dict: {'prompt': text} or {'prompt_token_ids': ids} (and the text they are)"
+    bad = next((k for k in prompt if k not in ('prompt', 'prompt_token_ids')), None)
+    if bad is not None:
+        raise ValueError(f"prompt dict key {bad!r} is not one of 'prompt', 'prompt_token_ids'")
+    text = prompt.get('prompt')
+    if 'prompt' in prompt and not isinstance(text, str):
+        raise ValueError(f"prompt dict key 'prompt' must be a string, got {type(text).__name__}")
+    if 'prompt_token_ids' not in prompt:
+        if text is None: raise ValueError("a prompt dict needs the key 'prompt' or 'prompt_token_ids'")
+        return self._prompt_list(text)
+    ids = prompt['prompt_token_ids']
+    if isinstance(ids, (str, dict)):
+        raise ValueError("prompt dict key 'prompt_token_ids' must be a list of token ids, "
+                         f"got {type(ids).__name__}")
+    return self._prompt_list(ids)[0], text
 
 # %% ../../nbs/08_engine.ipynb #a29a1076
 @patch_to(LLM)
@@ -244,6 +267,9 @@ def _check_params(self, params, prompt_len: int) -> SamplingParams:
     if params.n > self.scheduler.max_num_seqs:
         raise ValueError(f"n ({params.n}) exceeds max_num_seqs ({self.scheduler.max_num_seqs}): a request's "
                          "samples run together")
+    if params.stop and self.tokenizer is None:
+        raise ValueError(f"stop: the stop strings {list(params.stop)} need a tokenizer, "
+                         "and this model has none")
     return params
 
 # %% ../../nbs/08_engine.ipynb #88a29192
@@ -300,7 +326,11 @@ def _submit(self, r: dict):
     req = Request((rid, 0), r['ids'], p.max_tokens, stop_token_ids=stop, priority=r['priority'],
                   arrival_time=r['arrival_time'], cache_salt=r['cache_salt'], num_samples=p.n)
     self._groups[rid] = dict(params=p, prompt=r['text'], samples=[req],
-                             generators=[self._generator(p, i) for i in range(p.n)])
+                             generators=[self._generator(p, i) for i in range(p.n)],
+                             # per sample: its detokenizer (made when its text is first needed), its stop
+                             # string, its logprobs and their sum (where asked for)
+                             text=[None] * p.n, stop_reason=[None] * p.n, cumulative=[0.0] * p.n,
+                             logprobs=None if p.logprobs is None else [[] for _ in range(p.n)])
     try: self.scheduler.add_request(req, r['arrival_time'])
     except BaseException: del self._groups[rid]; raise            # registered in both, or in neither
     return rid
@@ -309,7 +339,7 @@ def _submit(self, r: dict):
 @patch_to(LLM)
 def add_request(self, prompt, params: SamplingParams | None = None, request_id=None,
                 arrival_time: float | None = None, cache_salt=None, priority: int = 0):
-    "Queue one prompt (token ids, or a string when there is a tokenizer); returns its request id"
+    "Queue one prompt (token ids, a prompt dict, or a string when there is a tokenizer); returns its id"
     return self._submit(self._check_request(prompt, params, request_id, arrival_time, cache_salt, priority))
 
 # %% ../../nbs/08_engine.ipynb #048f5f86
@@ -398,9 +428,9 @@ def _fork_samples(self, req: Request, g: dict, forks: list) -> list[Request]:
 
 # %% ../../nbs/08_engine.ipynb #a93abe09
 @patch_to(LLM)
-def _sample(self, done: list[Request], logits, forks: list) -> tuple[dict, dict]:
+def _sample(self, done: list[Request], logits, forks: list) -> tuple[dict, dict, dict]:
     """Fork the prompts that finished with n > 1, then one token per running sample: ({sample id: token},
-    {sample id: error})"""
+    {sample id: error}, {sample id: logprob entries} of those that want more)"""
     rows, params, gens, hist, targets = [], [], [], [], []
     for i, req in enumerate(done):
         g = self._groups[req.request_id[0]]
@@ -409,12 +439,25 @@ def _sample(self, done: list[Request], logits, forks: list) -> tuple[dict, dict]
         for x in (self._fork_samples(req, g, forks) if forking else (req,)):
             rows.append(i); params.append(g['params']); gens.append(g['generators'][x.request_id[1]])
             hist.append(x.output_token_ids); targets.append(x.request_id)
-    if not rows: return {}, {}
+    if not rows: return {}, {}, {}
     tokens = sample_tokens(logits[rows], params, gens, hist)
     ok = {t: tok for t, tok in zip(targets, tokens) if not isinstance(tok, Exception)}
     failed = {t: f"sampling failed: {type(x).__name__}: {x}"
               for t, x in zip(targets, tokens) if isinstance(x, Exception)}
-    return ok, failed
+    return ok, failed, self._extras(logits, rows, params, targets, tokens)
+
+# %% ../../nbs/08_engine.ipynb #7e14872e
+@patch_to(LLM)
+def _extras(self, logits, rows: list, params: list, targets: list, tokens: list) -> dict:
+    """{sample id: its logprob entries (None if it did not ask)} for the samples that asked for logprobs or
+    stop strings and got a token"""
+    want = [i for i, p in enumerate(params)
+            if (p.logprobs is not None or p.stop) and not isinstance(tokens[i], Exception)]
+    if not want: return {}
+    lp = [i for i in want if params[i].logprobs is not None]
+    entries = dict(zip(lp, token_logprobs(logits[[rows[i] for i in lp]], [tokens[i] for i in lp],
+                                          [params[i].logprobs for i in lp]))) if lp else {}
+    return {targets[i]: entries.get(i) for i in want}
 
 # %% ../../nbs/08_engine.ipynb #283163eb
 @dataclass
@@ -424,8 +467,10 @@ class CompletionOutput:
     token_ids: list[int]
     text: str | None
     finish_reason: str | None
-    cumulative_logprob: float | None = None
+    cumulative_logprob: float | None = None    # the sum of its tokens' logprobs, when logprobs were asked for
     error: str | None = None          # why it ended, when finish_reason is 'aborted'; or why `text` is None
+    logprobs: list[dict] | None = None         # per token: {token id: Logprob}, the sampled token first
+    stop_reason: int | str | None = None       # the stop string or token id it ended at (None: EOS, length)
 
 # %% ../../nbs/08_engine.ipynb #27ad56b2
 @dataclass
@@ -440,27 +485,64 @@ class RequestOutput:
 
 # %% ../../nbs/08_engine.ipynb #bd599a35
 @patch_to(LLM)
-def _decode(self, token_ids: list[int], error: str | None) -> tuple[str | None, str | None]:
-    """(text, error): the tokens as text if there is a tokenizer; a tokenizer that fails on them is this
-    request's error, and its text is None"""
-    if self.tokenizer is None: return None, error
-    try: return self.tokenizer.decode(token_ids), error
-    except Exception as x: return None, error or f"decoding failed: {type(x).__name__}: {x}"
+def _detokenizer(self, g: dict, j: int) -> Detokenizer:
+    "Sample j's detokenizer (its prompt's last tokens as context, its stop strings), made when first needed"
+    if g['text'][j] is None:
+        p = g['params']
+        g['text'][j] = Detokenizer(self.tokenizer, g['samples'][0].prompt_token_ids, p.stop,
+                                   p.include_stop_str_in_output, p.skip_special_tokens)
+    return g['text'][j]
+
+@patch_to(LLM)
+def _stop_token(self, g: dict, r: Request) -> bool:
+    "Whether sample r ended at a stop token (EOS or one of stop_token_ids), not at a stop string"
+    return (r.finish_reason is FinishReason.STOP and g['stop_reason'][r.request_id[1]] is None
+            and bool(r.output_token_ids) and r.output_token_ids[-1] in r.stop_token_ids)
+
+# %% ../../nbs/08_engine.ipynb #dabf9d90
+@patch_to(LLM)
+def _text(self, g: dict, r: Request) -> tuple[str | None, str | None]:
+    """(text, error) of sample r as it stands; a tokenizer that fails on its tokens is its error, and its
+    text None"""
+    if self.tokenizer is None: return None, r.error
+    try:
+        det = self._detokenizer(g, r.request_id[1])
+        det.update(r.output_token_ids, r.finished, self._stop_token(g, r))
+        return det.output_text(r.finished), r.error
+    except Exception as x: return None, r.error or f"decoding failed: {type(x).__name__}: {x}"
+
+# %% ../../nbs/08_engine.ipynb #f62ef480
+@patch_to(LLM)
+def _stop_reason(self, g: dict, r: Request):
+    "As vLLM: the stop string it reached, or the stop token id it ended at (not EOS), or None"
+    j = r.request_id[1]
+    if g['stop_reason'][j] is not None or r.finish_reason is not FinishReason.STOP: return g['stop_reason'][j]
+    p, last = g['params'], r.output_token_ids[-1] if r.output_token_ids else None
+    return last if last in p.stop_token_ids and (p.ignore_eos or last not in self.stop_ids) else None
+
+# %% ../../nbs/08_engine.ipynb #43e643d1
+@patch_to(LLM)
+def _completion(self, g: dict, r: Request) -> CompletionOutput:
+    "Sample r's output as it stands: its tokens, text, why it ended, its logprobs"
+    j, lps = r.request_id[1], g['logprobs']
+    text, error = self._text(g, r)
+    return CompletionOutput(index=j, token_ids=list(r.output_token_ids), text=text,
+                            finish_reason=r.finish_reason.value if r.finish_reason else None,
+                            cumulative_logprob=None if lps is None else g['cumulative'][j], error=error,
+                            logprobs=None if lps is None else list(lps[j]),
+                            stop_reason=self._stop_reason(g, r))
 
 # %% ../../nbs/08_engine.ipynb #274cdc30
 @patch_to(LLM)
 def _completions(self, g: dict, finished: bool) -> list[CompletionOutput]:
     "One `CompletionOutput` per sample of the user-level request `g`; `n` of them once it is `finished`"
-    outs = []
-    for r in g['samples']:
-        text, error = self._decode(r.output_token_ids, r.error)
-        outs.append(CompletionOutput(index=r.request_id[1], token_ids=list(r.output_token_ids), text=text,
-                                     finish_reason=r.finish_reason.value if r.finish_reason else None,
-                                     error=error))
+    outs = [self._completion(g, r) for r in g['samples']]
     # it ended before its prompt did: the samples it never forked end the same way, empty
     if finished and len(outs) < g['params'].n:
+        lps = None if g['logprobs'] is None else []
         outs += [CompletionOutput(index=j, token_ids=[], text='' if self.tokenizer else None,
-                                  finish_reason=outs[0].finish_reason, error=outs[0].error)
+                                  finish_reason=outs[0].finish_reason, error=outs[0].error, logprobs=lps,
+                                  cumulative_logprob=None if lps is None else 0.0)
                  for j in range(len(outs), g['params'].n)]
     return outs
 
@@ -499,6 +581,49 @@ def _drain_finished(self) -> list[RequestOutput]:
             outs.append(self._output(r.request_id[0])); del self._groups[r.request_id[0]]
     return outs
 
+# %% ../../nbs/08_engine.ipynb #3a0295a4
+@patch_to(LLM)
+def _token_text(self, token_id: int) -> str | None:
+    "One token's text alone (special tokens shown), for its `Logprob`; None without a tokenizer, or on error"
+    if self.tokenizer is None: return None
+    try: return self.tokenizer.decode([token_id], skip_special_tokens=False)
+    except Exception: return None
+
+@patch_to(LLM)
+def _record_logprobs(self, g: dict, j: int, entries: list[tuple]) -> None:
+    "Sample j's newest token's logprobs, {token id: Logprob}, the sampled token first; and their running sum"
+    d = {}
+    for t, v, rank in entries:
+        if t not in d: d[t] = Logprob(v, rank, self._token_text(t))
+    g['logprobs'][j].append(d); g['cumulative'][j] += entries[0][1]
+
+# %% ../../nbs/08_engine.ipynb #c3dfb6e2
+@patch_to(LLM)
+def _check_stop(self, g: dict, r: Request, now: float) -> None:
+    "Bring sample r's text up to date; at a stop string it ends 'stop', the string its stop_reason"
+    j = r.request_id[1]
+    try: stop = self._detokenizer(g, j).update(r.output_token_ids, r.finished, self._stop_token(g, r))
+    except Exception as x:                                     # its tokenizer's error: it alone ends
+        if not r.finished:
+            self.scheduler.abort(r.request_id, now, FinishReason.ABORTED,
+                                 f"decoding failed: {type(x).__name__}: {x}")
+        return
+    if stop is None or g['stop_reason'][j] is not None: return
+    g['stop_reason'][j] = stop
+    if r.finished: r.finish_reason = FinishReason.STOP          # at its last token: the string is the reason
+    else: self.scheduler.abort(r.request_id, now, FinishReason.STOP)
+
+# %% ../../nbs/08_engine.ipynb #834241e1
+@patch_to(LLM)
+def _after_tokens(self, extras: dict, now: float) -> None:
+    "Record this step's logprobs of the samples that asked; end the samples whose text reached a stop string"
+    for sid, entries in extras.items():
+        g = self._groups[sid[0]]
+        r = g['samples'][sid[1]]
+        if entries is not None and len(g['logprobs'][sid[1]]) < len(r.output_token_ids):
+            self._record_logprobs(g, sid[1], entries)
+        if g['params'].stop: self._check_stop(g, r, now)
+
 # %% ../../nbs/08_engine.ipynb #657121a3
 @patch_to(LLM)
 def _update_forks(self, forks: list, sampled: dict, now: float) -> None:
@@ -517,9 +642,9 @@ def _run_step(self, partial: bool) -> list[RequestOutput]:
     batch = self.last_batch = sch.schedule(time.perf_counter())
     done = [r for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions)
             if s + n == r.num_tokens]
-    sampled, failed, forks = {}, {}, []
+    sampled, failed, extras, forks = {}, {}, {}, []
     if batch.requests:
-        try: sampled, failed = self._sample(done, self._forward(batch), forks)
+        try: sampled, failed, extras = self._sample(done, self._forward(batch), forks)
         # the engine's own error: nothing of this step stands
         except BaseException:
             sch.abandon(batch); sch.abandon(ScheduledBatch(forks)); raise
@@ -528,6 +653,7 @@ def _run_step(self, partial: bool) -> list[RequestOutput]:
     for sid, error in failed.items(): sch.abort(sid, now, FinishReason.ABORTED, error)
     sch.update(batch, sampled, now)
     if forks: self._update_forks(forks, sampled, now)
+    if extras: self._after_tokens(extras, now)                     # logprobs, stop strings
     finished = self._drain_finished()
     if not partial: return finished
     touched = dict.fromkeys(r.request_id[0] for r in done)        # batch order: deterministic
@@ -561,14 +687,14 @@ def has_unfinished_requests(self) -> bool:
 
 # %% ../../nbs/08_engine.ipynb #68b69ebd
 def _as_prompts(prompts) -> list:
-    "`generate`'s prompts as a list: a string or a flat list of token ids is one prompt"
-    if isinstance(prompts, str): return [prompts]
+    "`generate`'s prompts as a list: a string, a prompt dict or a flat list of token ids is one prompt"
+    if isinstance(prompts, (str, dict)): return [prompts]
     # 1-D: one prompt; 2-D: rows
     if hasattr(prompts, 'tolist') and not isinstance(prompts, (list, tuple)): prompts = prompts.tolist()
     if isinstance(prompts, range): return [list(prompts)]
     if not isinstance(prompts, (list, tuple)):
-        raise ValueError("prompts must be a string, a list of token ids, or a list of those, got "
-                         f"{type(prompts).__name__}")
+        raise ValueError("prompts must be a string, a prompt dict, a list of token ids, or a list of those, "
+                         f"got {type(prompts).__name__}")
     return [list(prompts)] if prompts and all(is_int(t) for t in prompts) else list(prompts)
 
 # %% ../../nbs/08_engine.ipynb #ebcf3cd9
@@ -618,7 +744,7 @@ def _cancel(self, ids: list) -> None:
 @patch_to(LLM)
 def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
              use_tqdm: bool | None = None) -> list[RequestOutput]:
-    "Generate for every prompt (token-id lists or strings); one `RequestOutput` per prompt, in input order"
+    "Generate for every prompt (token ids, strings, prompt dicts); one `RequestOutput` each, in input order"
     checked = self._check_generate(prompts, sampling_params, use_tqdm)
     ids, bar = [], None
     try:
@@ -633,3 +759,35 @@ def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParam
     finally:
         if bar: bar.close()
     return [results[i] for i in ids]
+
+# %% ../../nbs/08_engine.ipynb #17c46b91
+@patch_to(LLM)
+def _chat_prompt(self, messages, chat_template: str | None, add_generation_prompt: bool) -> dict:
+    "One conversation as a prompt dict: the rendered text and its ids (no special tokens added again)"
+    tok = self.tokenizer
+    if tok is None: raise ValueError("chat needs a tokenizer, and this model has none")
+    if not (chat_template is None or isinstance(chat_template, str)):
+        raise ValueError("chat_template must be a Jinja template string or None, "
+                         f"got {type(chat_template).__name__}")
+    template = chat_template or tok.chat_template
+    if not template:
+        raise ValueError("chat_template: the tokenizer has none (no chat_template in tokenizer_config.json, "
+                         "no chat_template.jinja); pass chat_template=")
+    source = 'the chat_template argument' if chat_template else tok.template_source
+    text = render_chat(template, messages, add_generation_prompt, tok.special_tokens, source)
+    return dict(prompt_token_ids=tok.encode(text, add_special_tokens=False), prompt=text)
+
+# %% ../../nbs/08_engine.ipynb #3db2384b
+@patch_to(LLM)
+def chat(self, messages, sampling_params: SamplingParams | list[SamplingParams] | None = None,
+         chat_template: str | None = None, add_generation_prompt: bool = True,
+         use_tqdm: bool | None = None) -> list[RequestOutput]:
+    "Reply to one conversation (a list of {'role', 'content'} dicts) or to each of a list of them"
+    many = (isinstance(messages, (list, tuple)) and bool(messages)
+            and all(isinstance(m, (list, tuple)) for m in messages))
+    check_bool('add_generation_prompt', add_generation_prompt)
+    prompts = []
+    for i, conv in enumerate(messages if many else [messages]):
+        try: prompts.append(self._chat_prompt(conv, chat_template, add_generation_prompt))
+        except ValueError as x: raise ValueError(f"messages[{i}]: {x}" if many else str(x)) from None
+    return self.generate(prompts, sampling_params, use_tqdm)

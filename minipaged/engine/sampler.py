@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['SamplingParams', 'filter_logits', 'sample_tokens']
+__all__ = ['MAX_LOGPROBS', 'SamplingParams', 'filter_logits', 'sample_tokens', 'Logprob', 'token_logprobs']
 
 # %% ../../nbs/08_engine.ipynb #imp06462
 from dataclasses import dataclass
@@ -34,6 +34,17 @@ def _check_processors(procs) -> tuple:
                          f"got {procs!r}")
     return tuple(procs)
 
+# %% ../../nbs/08_engine.ipynb #39409a45
+MAX_LOGPROBS = 20                    # as vLLM's default max_logprobs
+
+def _stop_strings(stop) -> tuple[str, ...]:
+    "`stop` (None, a string or a list of strings) as a tuple of non-empty strings"
+    if stop is None: return ()
+    stop = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stop, (list, tuple)) or not all(isinstance(s, str) and s for s in stop):
+        raise ValueError(f"stop must be a string or a list of non-empty strings, got {stop!r}")
+    return tuple(stop)
+
 # %% ../../nbs/08_engine.ipynb #34f4fc6a
 @dataclass(frozen=True)
 class SamplingParams:
@@ -48,6 +59,10 @@ class SamplingParams:
     ignore_eos: bool = False         # do not stop at the model's end-of-sequence token(s)
     # (output token ids, logits [vocab]) -> logits, applied in order before choosing
     logits_processors: tuple = ()
+    stop: tuple[str, ...] = ()       # stop strings (a string or a list): the text ends before the first one
+    include_stop_str_in_output: bool = False
+    logprobs: int | None = None      # the sampled token's log-probability and the top `logprobs` (0-20)
+    skip_special_tokens: bool = True
 
     def __post_init__(self):
         n, top_k = check_int('n', self.n, 1, 2**31 - 1), _check_top_k(self.top_k)
@@ -60,6 +75,11 @@ class SamplingParams:
             max_tokens=check_int('max_tokens', self.max_tokens, 1),
             stop_token_ids=tuple(check_int(f'stop_token_ids[{i}]', t, 0) for i, t in enumerate(stop)),
             ignore_eos=check_bool('ignore_eos', self.ignore_eos), logits_processors=procs,
+            stop=_stop_strings(self.stop),
+            include_stop_str_in_output=check_bool('include_stop_str_in_output',
+                                                  self.include_stop_str_in_output),
+            logprobs=None if self.logprobs is None else check_int('logprobs', self.logprobs, 0, MAX_LOGPROBS),
+            skip_special_tokens=check_bool('skip_special_tokens', self.skip_special_tokens),
         )
         for k, v in fields.items(): object.__setattr__(self, k, v)
 
@@ -109,3 +129,25 @@ def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], generators
         try: out[i] = _sample_row(logits[i], p, g, histories[i] if histories else ())
         except Exception as e: out[i] = e
     return out
+
+# %% ../../nbs/08_engine.ipynb #8966a901
+@dataclass(frozen=True, slots=True)
+class Logprob:
+    "One token's log-probability, its rank among all tokens (1: the most likely) and its text"
+    logprob: float
+    rank: int
+    decoded_token: str | None = None
+
+# %% ../../nbs/08_engine.ipynb #4ed8a8b1
+def token_logprobs(logits: torch.Tensor, tokens: list[int], ks: list[int]) -> list[list[tuple]]:
+    """Per row of `logits [rows, vocab]`: [(token, logprob, rank)] of its sampled token, then of its top
+    `ks[i]` tokens"""
+    lp = torch.log_softmax(logits.float(), -1)
+    chosen = lp.gather(1, torch.tensor(tokens, device=lp.device)[:, None])[:, 0]
+    ranks = ((lp > chosen[:, None]).sum(-1) + 1).tolist()
+    top = lp.topk(max(ks), -1) if max(ks) else None
+    rows = []
+    for i, (t, v, k) in enumerate(zip(tokens, chosen.tolist(), ks)):
+        best = zip(top.indices[i, :k].tolist(), top.values[i, :k].tolist()) if k else ()
+        rows.append([(t, v, ranks[i])] + [(int(b), bv, r + 1) for r, (b, bv) in enumerate(best)])
+    return rows
