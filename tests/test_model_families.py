@@ -147,3 +147,21 @@ def test_bad_configs_name_the_file_and_the_field(tmp_path_factory, change, messa
     (path / 'config.json').write_text(json.dumps(raw))
     with pytest.raises(ValueError) as e: LLM(path)
     assert message in str(e.value) and 'config.json' in str(e.value), str(e.value)
+
+def test_dynamic_rope_prefix_hits_only_between_prompts_of_one_length(tmp_path_factory):
+    """Under dynamic NTK a prompt past the trained context (64) has its keys computed at its own length: a
+    longer prompt sharing its first 96 tokens must not reuse them (transformers computes it afresh), while
+    prompts within the trained context share as usual"""
+    hf, path = build('dynamic', tmp_path_factory)
+    g = torch.Generator().manual_seed(5)
+    base = torch.randint(0, 256, (100,), generator=g).tolist()
+    short = base[:40]
+    prompts = [base, base + [7], short, short + [9]]
+    want = [hf_greedy(type(hf).from_pretrained(path).eval(), p, 12) for p in prompts]
+    llm = LLM(path, block_size=16)
+    got, cached = [], []
+    for p in prompts:                         # one after another: each finds the earlier ones' blocks cached
+        out = llm.generate([p], SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True))[0]
+        got.append(out.outputs[0].token_ids); cached.append(out.metrics['num_cached_tokens'])
+    assert got == want
+    assert cached[1] == 0 and cached[3] == 32           # no hit past the trained context; the short ones share

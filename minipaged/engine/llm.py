@@ -317,6 +317,15 @@ def _generator(self, params: SamplingParams, index: int):
         return torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,), generator=self._rng)))
     return torch.Generator().manual_seed(params.seed + index)
 
+# %% ../../nbs/08_engine.ipynb #74d82126
+@patch_to(LLM)
+def _cache_salt(self, r: dict):
+    """The salt the prefix cache keys a request's blocks with: the caller's — and, under dynamic RoPE, a
+    prompt longer than the trained context (whose tokens are computed at its length, chapter 07) adds it"""
+    trained = self.config.shape.max_position_embeddings or 2048
+    if not self.model.dynamic_rope or len(r['ids']) <= trained: return r['cache_salt']
+    return ('dynamic-rope', len(r['ids']), r['cache_salt'])
+
 # %% ../../nbs/08_engine.ipynb #fd76cd7b
 @patch_to(LLM)
 def _submit(self, r: dict):
@@ -324,7 +333,7 @@ def _submit(self, r: dict):
     p, rid = r['params'], r['request_id']
     stop = frozenset(p.stop_token_ids) | (frozenset() if p.ignore_eos else self.stop_ids)
     req = Request((rid, 0), r['ids'], p.max_tokens, stop_token_ids=stop, priority=r['priority'],
-                  arrival_time=r['arrival_time'], cache_salt=r['cache_salt'], num_samples=p.n)
+                  arrival_time=r['arrival_time'], cache_salt=self._cache_salt(r), num_samples=p.n)
     self._groups[rid] = dict(params=p, prompt=r['text'], samples=[req],
                              generators=[self._generator(p, i) for i in range(p.n)],
                              # per sample: its detokenizer (made when its text is first needed), its stop
