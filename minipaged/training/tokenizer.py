@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from ..utils import check_int
 
-# %% ../../nbs/07b_training.ipynb #7d9d19f8
+# %% ../../nbs/07b_training.ipynb #f1e34997
 EOS = '<|endoftext|>'
 
 def train_tokenizer(texts, vocab_size: int = 4096):
@@ -27,7 +27,7 @@ def train_tokenizer(texts, vocab_size: int = 4096):
     tok.train_from_iterator(texts, trainer=trainer)
     return tok
 
-# %% ../../nbs/07b_training.ipynb #60ea70b4
+# %% ../../nbs/07b_training.ipynb #951e0404
 def encode_documents(tok, docs: list[str]) -> torch.Tensor:
     "One int64 stream: EOS, then each document's tokens followed by EOS"
     eos = tok.token_to_id(EOS)
@@ -35,7 +35,7 @@ def encode_documents(tok, docs: list[str]) -> torch.Tensor:
     for enc in tok.encode_batch(docs, add_special_tokens=False): ids += enc.ids + [eos]
     return torch.tensor(ids, dtype=torch.int64)
 
-# %% ../../nbs/07b_training.ipynb #5e60be62
+# %% ../../nbs/07b_training.ipynb #dc04bddb
 def save_tokenizer(tok, path) -> Path:
     "Write `tokenizer.json` and `tokenizer_config.json` as `transformers` reads them (EOS also the pad token)"
     from transformers import PreTrainedTokenizerFast
