@@ -7,11 +7,11 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['EXCLUDED_DIRS', 'MAX_FILE_BYTES', 'stdlib_root', 'corpus_files', 'corpus_sha256', 'is_heldout', 'split_files', 'top_level_blocks', 'read_documents']
 
-# %% ../../nbs/07b_training.ipynb #e057ad11
+# %% ../../nbs/07b_training.ipynb #600e74e8
 import ast, hashlib, io, sysconfig
 from pathlib import Path
 
-# %% ../../nbs/07b_training.ipynb #54f8540c
+# %% ../../nbs/07b_training.ipynb #4c1fbbb9
 EXCLUDED_DIRS = frozenset({'test', 'tests', 'idle_test', 'site-packages', '__pycache__'})
 MAX_FILE_BYTES = 200_000
 
@@ -19,7 +19,7 @@ def stdlib_root() -> Path:
     "The folder of this Python's standard library (`sysconfig`'s 'stdlib' path)"
     return Path(sysconfig.get_paths()['stdlib'])
 
-# %% ../../nbs/07b_training.ipynb #47f56c35
+# %% ../../nbs/07b_training.ipynb #aaeea656
 def _readable(path: Path, max_bytes: int) -> bool:
     "The file is at most `max_bytes` and valid UTF-8"
     if path.stat().st_size > max_bytes: return False
@@ -27,7 +27,7 @@ def _readable(path: Path, max_bytes: int) -> bool:
     except UnicodeDecodeError: return False
     return True
 
-# %% ../../nbs/07b_training.ipynb #9426a213
+# %% ../../nbs/07b_training.ipynb #1721bec3
 def corpus_files(root=None, max_bytes: int = MAX_FILE_BYTES) -> list[str]:
     "Sorted relative POSIX paths of the UTF-8 `.py` files under `root`, outside test folders, site-packages"
     root = Path(root) if root is not None else stdlib_root()
@@ -36,7 +36,7 @@ def corpus_files(root=None, max_bytes: int = MAX_FILE_BYTES) -> list[str]:
     keep = [r for r in rels if not EXCLUDED_DIRS & set(r.parts[:-1])]
     return sorted(r.as_posix() for r in keep if _readable(root / r, max_bytes))
 
-# %% ../../nbs/07b_training.ipynb #95598cd6
+# %% ../../nbs/07b_training.ipynb #b9a2038f
 def corpus_sha256(root, files: list[str]) -> str:
     "SHA-256 over each file's relative path, length and bytes, in the order given"
     h = hashlib.sha256()
@@ -45,7 +45,7 @@ def corpus_sha256(root, files: list[str]) -> str:
         h.update(f'{rel}\0{len(data)}\0'.encode()); h.update(data)
     return h.hexdigest()
 
-# %% ../../nbs/07b_training.ipynb #82afb168
+# %% ../../nbs/07b_training.ipynb #4f371e85
 def is_heldout(rel: str, percent: int = 5) -> bool:
     "Held out: the first 8 hex digits of SHA-256(the relative path), as a number mod 100, below `percent`"
     return int(hashlib.sha256(rel.encode()).hexdigest()[:8], 16) % 100 < percent
@@ -54,14 +54,14 @@ def split_files(files: list[str], percent: int = 5) -> tuple[list[str], list[str
     "(train, held-out): each file wholly on one side, decided by its path alone"
     return [f for f in files if not is_heldout(f, percent)], [f for f in files if is_heldout(f, percent)]
 
-# %% ../../nbs/07b_training.ipynb #4aee4086
+# %% ../../nbs/07b_training.ipynb #517aa9ad
 def _lines(text: str) -> list[str]:
     "The lines as Python's tokenizer counts them (\\n, \\r\\n, \\r; not form feeds), endings kept"
     return io.StringIO(text, newline='').readlines()
 
 def _defines(node) -> bool: return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
 
-# %% ../../nbs/07b_training.ipynb #ed054fbe
+# %% ../../nbs/07b_training.ipynb #c6239837
 def top_level_blocks(text: str) -> list[str]:
     "`text` cut after each top-level def/class (a block: the lines before one, then it); they join to `text`"
     try: tree = ast.parse(text)
@@ -70,7 +70,7 @@ def top_level_blocks(text: str) -> list[str]:
     cuts = [0] + [n.end_lineno for n in tree.body if _defines(n)] + [len(lines)]
     return [''.join(lines[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a]
 
-# %% ../../nbs/07b_training.ipynb #a4f33088
+# %% ../../nbs/07b_training.ipynb #20d6595f
 def read_documents(root, files: list[str]) -> list[str]:
     "Every file's top-level blocks, file after file: the documents the model learns to end with EOS"
     return [b for rel in files for b in top_level_blocks((Path(root) / rel).read_text(encoding='utf-8'))]

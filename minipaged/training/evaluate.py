@@ -7,7 +7,7 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['LAMBDAS', 'bits_per_byte', 'gzip_bits_per_byte', 'lm_loss_sum', 'model_nll', 'bigram_nll', 'tune_bigram', 'function_headers', 'sample_headers', 'complete_lines', 'is_valid_python', 'sample_completions']
 
-# %% ../../nbs/07b_training.ipynb #647f0e38
+# %% ../../nbs/07b_training.ipynb #83865668
 import ast, gzip, math, random
 import numpy as np
 import torch
@@ -17,7 +17,7 @@ from ..engine.sampler import SamplingParams
 from .corpus import _lines
 from .loop import training_forward
 
-# %% ../../nbs/07b_training.ipynb #f589c9de
+# %% ../../nbs/07b_training.ipynb #f6827768
 def bits_per_byte(nats: float, num_bytes: int) -> float:
     "A summed negative log-likelihood in nats, as bits per byte of the text it predicted"
     if num_bytes <= 0: raise ValueError(f"num_bytes must be positive, got {num_bytes}")
@@ -27,13 +27,13 @@ def gzip_bits_per_byte(data: bytes, level: int = 9) -> float:
     "Bits per byte of `gzip.compress(data, level)` (header and trailer included)"
     return 8 * len(gzip.compress(data, level, mtime=0)) / len(data)
 
-# %% ../../nbs/07b_training.ipynb #3b2d3b9d
+# %% ../../nbs/07b_training.ipynb #8d52e0f6
 def lm_loss_sum(model: CausalLM, windows: torch.Tensor) -> float:
     "Summed nats of the next tokens of `windows [B, T+1]`"
     logits = training_forward(model, windows[:, :-1])
     return F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten(), reduction='sum').item()
 
-# %% ../../nbs/07b_training.ipynb #79fd9529
+# %% ../../nbs/07b_training.ipynb #18e96415
 @torch.no_grad()
 def model_nll(model: CausalLM, stream: torch.Tensor, seq_len: int, batch_size: int = 8) -> float:
     "Summed nats of `stream[1:]`, each token given those before it in its `seq_len` window (no overlap)"
@@ -47,7 +47,7 @@ def model_nll(model: CausalLM, stream: torch.Tensor, seq_len: int, batch_size: i
         for s in set(chunk) - set(full): total += lm_loss_sum(model, stream[s:][None])
     return total
 
-# %% ../../nbs/07b_training.ipynb #b6cb0ad9
+# %% ../../nbs/07b_training.ipynb #f057e01c
 def bigram_nll(train: np.ndarray, heldout: np.ndarray, vocab_size: int, lam: float) -> float:
     """Summed nats of `heldout[1:]` under a token bigram counted on `train`, mixed with add-one unigrams:
     p(b|a) = lam c(a,b)/c(a) + (1-lam)(c(b)+1)/(N+V); an unseen context `a` uses the unigram alone"""
@@ -61,7 +61,7 @@ def bigram_nll(train: np.ndarray, heldout: np.ndarray, vocab_size: int, lam: flo
     p_bi = np.divide(c_ab, ctx[a], out=np.zeros(len(q)), where=ctx[a] > 0)
     return float(-np.log(np.where(ctx[a] > 0, lam * p_bi + (1 - lam) * p_uni, p_uni)).sum())
 
-# %% ../../nbs/07b_training.ipynb #237b1db1
+# %% ../../nbs/07b_training.ipynb #5002a31b
 LAMBDAS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
 def tune_bigram(train: np.ndarray, vocab_size: int, lambdas=LAMBDAS) -> float:
@@ -69,7 +69,7 @@ def tune_bigram(train: np.ndarray, vocab_size: int, lambdas=LAMBDAS) -> float:
     cut = len(train) * 9 // 10
     return min(lambdas, key=lambda lam: bigram_nll(train[:cut], train[cut:], vocab_size, lam))
 
-# %% ../../nbs/07b_training.ipynb #5fbe0dec
+# %% ../../nbs/07b_training.ipynb #ecb3d660
 def function_headers(text: str) -> list[str]:
     "The one-line `def ...:` headers of a file's top-level functions that have a body below them"
     lines, heads = _lines(text), []
@@ -80,14 +80,14 @@ def function_headers(text: str) -> list[str]:
         if line.startswith(('def ', 'async def ')) and line.endswith(':'): heads.append(line)
     return heads
 
-# %% ../../nbs/07b_training.ipynb #6bf9f6d8
+# %% ../../nbs/07b_training.ipynb #fcaecf53
 def sample_headers(texts: list[str], n: int = 100, seed: int = 0) -> list[str]:
     "`n` distinct headers drawn (seeded) from the files' one-line function headers, in the order drawn"
     heads = sorted({h for t in texts for h in function_headers(t)})
     if len(heads) < n: raise ValueError(f"n: only {len(heads)} distinct function headers, asked for {n}")
     return random.Random(seed).sample(heads, n)
 
-# %% ../../nbs/07b_training.ipynb #40c7d0a1
+# %% ../../nbs/07b_training.ipynb #f73fa130
 def complete_lines(completion: str, finished: bool) -> str:
     "The completion cut to its last complete line; all of it when EOS ended it"
     return completion if finished else completion[:completion.rfind('\n') + 1]
@@ -98,7 +98,7 @@ def is_valid_python(header: str, completion: str, finished: bool) -> bool:
     except (SyntaxError, ValueError): return False
     return True
 
-# %% ../../nbs/07b_training.ipynb #7ae63c6d
+# %% ../../nbs/07b_training.ipynb #37ba0294
 def sample_completions(llm, headers: list[str], temperature: float = 0.8, top_p: float = 0.95,
                        max_tokens: int = 128) -> list[dict]:
     "Complete each header through the engine (request i seeded with i); each with its finish and validity"

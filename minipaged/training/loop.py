@@ -7,14 +7,14 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['training_forward', 'lm_loss', 'stream_windows', 'batch_order', 'lr_at', 'make_optimizer', 'train_step', 'train']
 
-# %% ../../nbs/07b_training.ipynb #8352adc8
+# %% ../../nbs/07b_training.ipynb #89371ecb
 import math, time
 import torch
 import torch.nn.functional as F
 from ..engine.model import Attention, CausalLM, apply_rope
 from ..utils import check_int, progress
 
-# %% ../../nbs/07b_training.ipynb #fff71894
+# %% ../../nbs/07b_training.ipynb #044209d1
 def _batched_attention(a: Attention, h: torch.Tensor, cos, sin, group_size: int) -> torch.Tensor:
     "Causal self-attention of a batch `h [B, T, hidden]`: the layer's projections and RoPE, differentiable"
     B, T, d = h.shape[0], h.shape[1], a.head_dim
@@ -25,7 +25,7 @@ def _batched_attention(a: Attention, h: torch.Tensor, cos, sin, group_size: int)
                                        v.repeat_interleave(group_size, 1), is_causal=True)
     return a.o_proj(o.transpose(1, 2).reshape(B, T, -1))
 
-# %% ../../nbs/07b_training.ipynb #f6cb1243
+# %% ../../nbs/07b_training.ipynb #0a72b9ef
 def training_forward(model: CausalLM, ids: torch.Tensor) -> torch.Tensor:
     "float32 logits `[B, T, vocab]` of windows `ids [B, T]` through the model's own modules; differentiable"
     T, limit = ids.shape[1], model.rope_cos.shape[0]
@@ -38,20 +38,20 @@ def training_forward(model: CausalLM, ids: torch.Tensor) -> torch.Tensor:
         x = x + layer.mlp(layer.post_attention_layernorm(x))
     return model.compute_logits(model.model.norm(x))
 
-# %% ../../nbs/07b_training.ipynb #39777cef
+# %% ../../nbs/07b_training.ipynb #247f09fa
 def lm_loss(model: CausalLM, windows: torch.Tensor, reduction: str = 'mean') -> torch.Tensor:
     "Cross-entropy in nats of each next token: `windows [B, T+1]`, inputs the first T, targets the last T"
     logits = training_forward(model, windows[:, :-1])
     return F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten(), reduction=reduction)
 
-# %% ../../nbs/07b_training.ipynb #2ee9d8e6
+# %% ../../nbs/07b_training.ipynb #162d2515
 def stream_windows(stream: torch.Tensor, seq_len: int) -> torch.Tensor:
     "`[n, seq_len + 1]` windows of the token stream, each starting where the last one's inputs end"
     check_int('seq_len', seq_len, 1)
     if len(stream) < seq_len + 1: raise ValueError(f"stream: {len(stream)} tokens, fewer than seq_len + 1")
     return stream.unfold(0, seq_len + 1, seq_len)
 
-# %% ../../nbs/07b_training.ipynb #20b439d8
+# %% ../../nbs/07b_training.ipynb #5f6743a7
 def batch_order(num_windows: int, batch_size: int, steps: int, seed: int) -> torch.Tensor:
     "`[steps, batch_size]` window indices: seeded shuffles of all windows, one epoch after another"
     g = torch.Generator().manual_seed(seed)
@@ -59,14 +59,14 @@ def batch_order(num_windows: int, batch_size: int, steps: int, seed: int) -> tor
     while sum(map(len, perms)) < need: perms.append(torch.randperm(num_windows, generator=g))
     return torch.cat(perms)[:need].view(steps, batch_size)
 
-# %% ../../nbs/07b_training.ipynb #46906311
+# %% ../../nbs/07b_training.ipynb #b4b47f08
 def lr_at(step: int, steps: int, peak: float, warmup: int, floor: float = 0.1) -> float:
     "Linear warm-up over `warmup` steps, then a cosine from `peak` down to `floor * peak` at the last step"
     if step < warmup: return peak * (step + 1) / warmup
     t = (step - warmup) / max(1, steps - 1 - warmup)
     return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
 
-# %% ../../nbs/07b_training.ipynb #69838c2f
+# %% ../../nbs/07b_training.ipynb #048c2b9e
 def make_optimizer(model: CausalLM, lr: float, weight_decay: float) -> torch.optim.AdamW:
     "AdamW (betas 0.9, 0.95); weight decay on the matrices, none on the norms' scales"
     params = list(model.parameters())     # a tied embedding once
@@ -74,7 +74,7 @@ def make_optimizer(model: CausalLM, lr: float, weight_decay: float) -> torch.opt
               dict(params=[p for p in params if p.dim() < 2], weight_decay=0.0)]
     return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95))
 
-# %% ../../nbs/07b_training.ipynb #4d2c7814
+# %% ../../nbs/07b_training.ipynb #1bb54214
 def train_step(model: CausalLM, opt, batch: torch.Tensor, lr: float, clip: float = 1.0) -> float:
     "One optimiser step on `batch [B, T+1]` at learning rate `lr`, gradients clipped to norm `clip`; the loss"
     for group in opt.param_groups: group['lr'] = lr
@@ -84,7 +84,7 @@ def train_step(model: CausalLM, opt, batch: torch.Tensor, lr: float, clip: float
     opt.step()
     return loss.item()
 
-# %% ../../nbs/07b_training.ipynb #6f84247f
+# %% ../../nbs/07b_training.ipynb #d4989b41
 def train(model: CausalLM, windows: torch.Tensor, steps: int, batch_size: int, lr: float, warmup: int,
           weight_decay: float = 0.1, seed: int = 0, threads: int | None = None, log_every: int = 10,
           desc: str = 'train') -> list[dict]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['Recipe', 'prepare_data', 'corpus_record', 'write_checkpoint', 'evaluate_checkpoint', 'model_card', 'param_count', 'checkpoint_bytes', 'run', 'main', 'shipped_model']
 
-# %% ../../nbs/07b_training.ipynb #2f205b01
+# %% ../../nbs/07b_training.ipynb #8b35facd
 import argparse, json, platform, sys, time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -24,7 +24,7 @@ from .loop import stream_windows, train
 from ..utils import patch_to
 from .tokenizer import EOS, encode_documents, save_tokenizer, train_tokenizer
 
-# %% ../../nbs/07b_training.ipynb #a4f8396d
+# %% ../../nbs/07b_training.ipynb #6154de78
 @dataclass(frozen=True)
 class Recipe:
     "Everything that decides the shipped model: data, tokenizer, shape, optimisation, evaluation, seeds"
@@ -49,7 +49,7 @@ class Recipe:
     top_p: float = 0.95
     max_new_tokens: int = 128
 
-# %% ../../nbs/07b_training.ipynb #538e25d2
+# %% ../../nbs/07b_training.ipynb #1fbe23d8
 @patch_to(Recipe)
 def model_config(self, eos_id: int) -> ModelConfig:
     "The Llama shape the recipe trains: tied embeddings, GQA, float32, context `seq_len` (trained, allowed)"
@@ -61,7 +61,7 @@ def model_config(self, eos_id: int) -> ModelConfig:
                        name='pylm')
     return ModelConfig(shape=shape, rms_norm_eps=1e-5, eos_token_ids=(eos_id,))
 
-# %% ../../nbs/07b_training.ipynb #5e964e1a
+# %% ../../nbs/07b_training.ipynb #0a073f1d
 def prepare_data(r: Recipe, root=None, tokenizer=None) -> dict:
     "Declared files, hash, split by file, tokenizer (trained on the training files unless given), streams"
     root = Path(root) if root is not None else stdlib_root()
@@ -74,7 +74,7 @@ def prepare_data(r: Recipe, root=None, tokenizer=None) -> dict:
                 heldout=encode_documents(tok, held_docs), heldout_text=''.join(held_docs),
                 heldout_texts=[(root / f).read_text(encoding='utf-8') for f in held_files])
 
-# %% ../../nbs/07b_training.ipynb #5293778e
+# %% ../../nbs/07b_training.ipynb #a0636219
 def corpus_record(data: dict) -> dict:
     "What the data was: this Python, the file counts, the corpus hash, the held-out files"
     return dict(python=platform.python_version(), implementation=sys.implementation.name,
@@ -83,7 +83,7 @@ def corpus_record(data: dict) -> dict:
                 train_tokens=len(data['train']), heldout_tokens=len(data['heldout']),
                 heldout_bytes=len(data['heldout_text'].encode()), heldout_files=data['heldout_files'])
 
-# %% ../../nbs/07b_training.ipynb #77591a65
+# %% ../../nbs/07b_training.ipynb #dbfb2f05
 def write_checkpoint(model, tok, r: Recipe, data: dict, log: list[dict], out) -> Path:
     "The Hugging Face directory: config, weights, tokenizer, generation config, loss log, recipe, corpus list"
     out = save_model(model, out)
@@ -98,7 +98,7 @@ def write_checkpoint(model, tok, r: Recipe, data: dict, log: list[dict], out) ->
     (out / 'loss.csv').write_text('\n'.join(rows) + '\n')
     return out
 
-# %% ../../nbs/07b_training.ipynb #6515c1f0
+# %% ../../nbs/07b_training.ipynb #2d8f472b
 def evaluate_checkpoint(path, r: Recipe, data: dict) -> dict:
     "Held-out bits per byte (model, bigram, gzip) and the valid-Python share of seeded completions"
     from minipaged.engine.llm import LLM
@@ -114,7 +114,7 @@ def evaluate_checkpoint(path, r: Recipe, data: dict) -> dict:
                 valid_python=sum(x['valid'] for x in rows) / len(rows), num_completions=len(rows),
                 ended_by_eos=sum(x['finished'] for x in rows) / len(rows), samples=rows)
 
-# %% ../../nbs/07b_training.ipynb #5fca2a16
+# %% ../../nbs/07b_training.ipynb #821aaa6d
 def _card_lines(r: Recipe, m: dict, c: dict) -> list[str]:
     "The model card's paragraphs, each a few lines of facts taken from the recipe, metrics and corpus record"
     b, t = m['bits_per_byte'], m['training']
@@ -142,14 +142,14 @@ def _card_lines(r: Recipe, m: dict, c: dict) -> list[str]:
         f"line); {m['ended_by_eos']:.0%} ended with EOS. All in `metrics.json` (`--eval-only` "
         "recomputes it)."]
 
-# %% ../../nbs/07b_training.ipynb #414945cf
+# %% ../../nbs/07b_training.ipynb #44f744c6
 def model_card(r: Recipe, m: dict, corpus: dict) -> str:
     "The checkpoint's README.md: data and its hash, recipe, size, training time and command, metrics, samples"
     samples = [f"```python\n{x['header']}{x['completion']}\n```\n" for x in m['samples'][:3]]
     title = '# pylm: a small Llama-architecture model of Python source'
     return '\n\n'.join([title, *_card_lines(r, m, corpus), '## Three samples', *samples])
 
-# %% ../../nbs/07b_training.ipynb #15720245
+# %% ../../nbs/07b_training.ipynb #d7c2a910
 def param_count(model) -> int:
     "Distinct parameters (a tied embedding once)"
     return sum(p.numel() for p in model.parameters())
@@ -158,7 +158,7 @@ def checkpoint_bytes(path) -> int:
     "Bytes of every file in the checkpoint directory"
     return sum(f.stat().st_size for f in Path(path).iterdir() if f.is_file())
 
-# %% ../../nbs/07b_training.ipynb #c2277092
+# %% ../../nbs/07b_training.ipynb #7c4ce67a
 def _train_and_write(r: Recipe, out: Path, data: dict) -> dict:
     "Train a fresh seeded model on the training stream and write the checkpoint; the timing"
     model = random_model(r.model_config(data['tokenizer'].token_to_id(EOS)), seed=r.seed)
@@ -170,7 +170,7 @@ def _train_and_write(r: Recipe, out: Path, data: dict) -> dict:
     return dict(train_seconds=round(seconds, 1), train_tokens_seen=log[-1]['tokens'],
                 final_loss=log[-1]['loss'], params=param_count(model))
 
-# %% ../../nbs/07b_training.ipynb #9c41eb80
+# %% ../../nbs/07b_training.ipynb #380dc1e1
 def _saved_tokenizer(out: Path):
     from tokenizers import Tokenizer
     if not (out / 'tokenizer.json').exists(): raise ValueError(f"out: no tokenizer.json in {out} to evaluate")
@@ -181,7 +181,7 @@ def _saved_training(out: Path) -> dict:
     m = out / 'metrics.json'
     return json.loads(m.read_text()).get('training', {}) if m.exists() else {}
 
-# %% ../../nbs/07b_training.ipynb #214023d4
+# %% ../../nbs/07b_training.ipynb #f5169a27
 def run(r: Recipe, out='models/pylm', eval_only: bool = False, root=None) -> dict:
     "Data, tokenizer, training (unless `eval_only`), evaluation: the checkpoint, metrics.json and README.md"
     out, t0 = Path(out), time.perf_counter()
@@ -199,7 +199,7 @@ def run(r: Recipe, out='models/pylm', eval_only: bool = False, root=None) -> dic
     (out / 'README.md').write_text(model_card(r, metrics, corpus_record(data)))
     return metrics
 
-# %% ../../nbs/07b_training.ipynb #e33b48c8
+# %% ../../nbs/07b_training.ipynb #91c37d1a
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='minipaged train', description="Train the course's model on this "
                                 "Python's standard library, evaluate it, and write a Hugging Face checkpoint")
@@ -209,7 +209,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument('--' + f.replace('_', '-'), type=int, help=f'override the recipe\'s {f}')
     return p
 
-# %% ../../nbs/07b_training.ipynb #d364a132
+# %% ../../nbs/07b_training.ipynb #b204ce36
 def main(argv=None) -> int:
     "The command line: `minipaged train [--out DIR] [--eval-only] [--steps N] ...`; prints the metrics"
     a = _parser().parse_args(argv)
@@ -221,7 +221,7 @@ def main(argv=None) -> int:
           f" valid Python {m['valid_python']:.0%} of {m['num_completions']} completions")
     return 0
 
-# %% ../../nbs/07b_training.ipynb #7fcc4600
+# %% ../../nbs/07b_training.ipynb #1fe85b17
 def shipped_model(name: str = 'pylm') -> Path:
     "The checkpoint directory `models/<name>` of the repository minipaged runs from"
     path = Path(minipaged.__file__).resolve().parent.parent / 'models' / name

@@ -7,12 +7,12 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['EOS', 'train_tokenizer', 'encode_documents', 'save_tokenizer']
 
-# %% ../../nbs/07b_training.ipynb #c18aedb6
+# %% ../../nbs/07b_training.ipynb #e1eb5e39
 from pathlib import Path
 import torch
 from ..utils import check_int
 
-# %% ../../nbs/07b_training.ipynb #f1e34997
+# %% ../../nbs/07b_training.ipynb #6b7b3c98
 EOS = '<|endoftext|>'
 
 def train_tokenizer(texts, vocab_size: int = 4096):
@@ -27,7 +27,7 @@ def train_tokenizer(texts, vocab_size: int = 4096):
     tok.train_from_iterator(texts, trainer=trainer)
     return tok
 
-# %% ../../nbs/07b_training.ipynb #951e0404
+# %% ../../nbs/07b_training.ipynb #3bbd5d13
 def encode_documents(tok, docs: list[str]) -> torch.Tensor:
     "One int64 stream: EOS, then each document's tokens followed by EOS"
     eos = tok.token_to_id(EOS)
@@ -35,7 +35,7 @@ def encode_documents(tok, docs: list[str]) -> torch.Tensor:
     for enc in tok.encode_batch(docs, add_special_tokens=False): ids += enc.ids + [eos]
     return torch.tensor(ids, dtype=torch.int64)
 
-# %% ../../nbs/07b_training.ipynb #dc04bddb
+# %% ../../nbs/07b_training.ipynb #8b0ec72a
 def save_tokenizer(tok, path) -> Path:
     "Write `tokenizer.json` and `tokenizer_config.json` as `transformers` reads them (EOS also the pad token)"
     from transformers import PreTrainedTokenizerFast
