@@ -98,12 +98,14 @@ def is_valid_python(header: str, completion: str, finished: bool) -> bool:
     except (SyntaxError, ValueError): return False
     return True
 
-# %% ../../nbs/07b_training.ipynb #37ba0294
+# %% ../../nbs/07b_training.ipynb #3dc5d711
 def sample_completions(llm, headers: list[str], temperature: float = 0.8, top_p: float = 0.95,
                        max_tokens: int = 128) -> list[dict]:
     "Complete each header through the engine (request i seeded with i); each with its finish and validity"
-    params = [SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=i)
-              for i in range(len(headers))]
+    room = [llm.engine_config.max_model_len - len(llm.tokenizer.encode(h).ids) for h in headers]
+    # at most max_tokens new tokens, fewer where the model's context ends first
+    params = [SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max(1, min(max_tokens, n)),
+                             seed=i) for i, n in enumerate(room)]
     rows = []
     for h, out in zip(headers, llm.generate(headers, params, use_tqdm=False)):
         o = out.outputs[0]
