@@ -317,7 +317,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     whether `bench`'s options are loaded)"""
     p = _Parser(prog='minipaged',
                 description='minipaged: the memory machinery of LLM serving, as a course and a library')
-    sub = p.add_subparsers(dest='command', required=True, metavar='{kv,paging,report,bench,generate}')
+    sub = p.add_subparsers(dest='command', required=True, metavar='{kv,paging,report,bench,generate,train}')
     kv, pg, rp = _add_kv_parser(sub), _add_paging_parser(sub), _add_report_parser(sub)
     bench, gen = _add_bench_parser(sub, argv), _add_generate_parser(sub)
     for s in (kv, pg, rp, bench, gen):
@@ -326,6 +326,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     pg.set_defaults(func=cmd_paging, show=lambda r: print(format_rows(r['rows'])))
     rp.set_defaults(func=cmd_report, show=_print_report)
     gen.set_defaults(func=cmd_generate, show=_print_generate)
+    # listed here; `main` hands its arguments to chapter 07b's own parser
+    sub.add_parser('train', help="train the course's model (chapter 07b), write models/pylm", add_help=False)
     return p
 
 # %% ../nbs/90_cli.ipynb #0929da5c
@@ -338,10 +340,19 @@ def _check_args(a) -> None:
 def _fail(a, message) -> int:
     sys.stderr.write(f"minipaged {a.command}: error: {message}\n"); return 2
 
+# %% ../nbs/90_cli.ipynb #d104778b
+def _train(argv: list[str]) -> int:
+    "`minipaged train ...`: chapter 07b's recipe, with its own flags; a refused value is one line and exit 2"
+    from minipaged.training.recipe import main as train_main
+    try: return train_main(argv)
+    except ValueError as e:
+        sys.stderr.write(f"minipaged train: error: {e}\n"); return 2
+
 # %% ../nbs/90_cli.ipynb #e0378afc
 def main(argv=None) -> int:
     "Entry point of the `minipaged` console script"
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ['train']: return _train(argv[1:])
     a = build_parser(argv).parse_args(argv)
     try:
         _check_args(a)

@@ -7,8 +7,10 @@ from minipaged.bench.metrics import STATUSES
 from minipaged.bench.workload import LengthDist, Workload, workload_from_json, workload_to_json
 
 def args(*argv, **extra):
+    "The options of a run; chapter 07's tiny random model and random token ids unless a --model is named"
     p = argparse.ArgumentParser(); add_bench_arguments(p)
-    a = p.parse_args(['--threads', '1', '--no-progress', *map(str, argv)])
+    model = [] if '--model' in argv else ['--model', 'tiny-random']
+    a = p.parse_args(['--threads', '1', '--no-progress', *model, *map(str, argv)])
     for k, v in extra.items(): setattr(a, k, v)
     return a
 
@@ -121,3 +123,15 @@ def test_failed_at_submission_counts_as_rejected_and_no_step_ran(tmp_path):
 def test_a_run_that_served_some_has_no_error(tmp_path):
     res = run_bench_cli(args('--num-requests', 8, '--rate', 20, '--max-model-len', 128, '--num-blocks', 64, '--out', tmp_path, json=True))
     assert 'error' not in res and res['skipped'] == {} and res['summaries'][0]['completed'] > 0
+
+
+def test_the_default_serves_the_trained_model_on_code_and_prints_its_text(tmp_path, capsys):
+    """No --model: the course's trained model (chapter 07b), its held-out function headers as prompts, requests
+    ending at EOS; the summary prints what the model wrote"""
+    p = argparse.ArgumentParser(); add_bench_arguments(p)
+    res = run_bench_cli(p.parse_args(['--num-requests', '6', '--rate', '30', '--no-progress', '--out', str(tmp_path)]))
+    printed = capsys.readouterr().out
+    assert res['model'].endswith('models/pylm') and res['workload']['ignore_eos'] is False
+    assert res['workload']['prompt_file'].endswith('models/pylm/prompts.jsonl')
+    assert res['samples'] and all(s['prompt'].startswith(('def ', 'async def ')) and s['completion'] for s in res['samples'])
+    assert 'samples (prompt, then what the model wrote):' in printed and res['samples'][0]['prompt'] in printed

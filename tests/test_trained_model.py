@@ -47,7 +47,7 @@ def test_greedy_tokens_equal_transformers(path):
     llm = LLM(path)
     for prompt in PROMPTS:
         ids = tok(prompt)['input_ids']
-        assert ids == llm.tokenizer.encode(prompt).ids                  # the same tokenizer on both sides
+        assert ids == llm.tokenizer.encode(prompt)                      # the same tokenizer on both sides
         with torch.no_grad():
             want = hf.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                                max_new_tokens=30, do_sample=False, pad_token_id=0, eos_token_id=0)[0, len(ids):]

@@ -147,7 +147,20 @@ def chapter_times(r: dict) -> dict:
                 against='nothing: a learner\'s guide (the course map quotes it)')
 
 
-SUMMARIES = dict(engine_cpu=engine_cpu, chapter_times=chapter_times, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
+def trained_model(r: dict) -> dict:
+    "The shipped model's held-out bits per byte against gzip and a bigram, and its valid-Python share"
+    b, t = r['bits_per_byte'], r.get('training', {})
+    trained = (f"; trained {t['train_seconds'] / 60:.1f} min on a loaded 2-core VM, {t['train_tokens_seen']:,} "
+               f"tokens, {t['params']:,} parameters (the checkpoint's record)") if t.get('train_seconds') else ''
+    return dict(what=f"The shipped model `{r['model']}` (chapter 07b): held-out bits per byte and valid Python",
+                result=f"**{b['model']:.3f}** bits/byte on {r['heldout_bytes']:,} held-out bytes; "
+                       f"{r['valid_python']:.0%} of {r['num_completions']} sampled completions valid Python, "
+                       f"{r['ended_by_eos']:.0%} ended by EOS{trained}",
+                against=f"`gzip -9` {b['gzip']:.3f}, token bigram (λ {r['bigram_lambda']}) {b['bigram']:.3f} on the "
+                        f"same files; equal to the checkpoint's metrics.json: {r['same_as_checkpoint_record']}")
+
+
+SUMMARIES = dict(engine_cpu=engine_cpu, trained_model=trained_model, chapter_times=chapter_times, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
                  soak=soak, attention_cpu=attention_cpu, attention_gpu=attention_gpu,
                  side_by_side=side_by_side)
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['BENCH_ENGINE', 'ENGINE_FLAGS', 'DEFAULT_WORKLOAD', 'DEFAULT_SLO', 'BENCH_COLUMNS', 'engine_flag', 'add_engine_arguments', 'add_bench_arguments', 'text_samples', 'print_bench', 'run_bench_cli']
+__all__ = ['BENCH_ENGINE', 'ENGINE_FLAGS', 'DEFAULT_WORKLOAD', 'DEFAULT_SLO', 'TINY_RANDOM', 'BENCH_COLUMNS', 'engine_flag', 'add_engine_arguments', 'add_bench_arguments', 'text_samples', 'print_bench', 'run_bench_cli']
 
 # %% ../../nbs/09_serving_benchmark.ipynb #imp67410
 import csv, json, math, os
@@ -69,7 +69,8 @@ def _add_workload_arguments(p) -> None:
     "Add the options that choose the model and the workload to the argparse parser `p`"
     d = DEFAULT_WORKLOAD
     p.add_argument('--model',
-                   help='a Hugging Face checkpoint directory (default: the tiny random model of chapter 07)')
+                   help="a Hugging Face checkpoint directory or a shipped model's name (default: pylm, the "
+                        "model chapter 07b trains; 'tiny-random': chapter 07's random model)")
     p.add_argument('--workload', help='a workload JSON file (e.g. the workload.json of an earlier run); the '
                                       'options below override its fields')
     p.add_argument('--num-requests', type=int, help=f'requests to serve (default {d.num_requests})')
@@ -78,6 +79,8 @@ def _add_workload_arguments(p) -> None:
     p.add_argument('--burstiness', type=float,
                    help='gamma shape for --arrival gamma: < 1 burstier than Poisson (default 1)')
     p.add_argument('--seed', type=int, help=f'workload seed (default {d.seed})')
+    p.add_argument('--prompt-file', help='JSON lines {"prompt": text} to draw the prompts from (default: the '
+                                         "model's prompts.jsonl if it ships one, else random token ids)")
 
 # %% ../../nbs/09_serving_benchmark.ipynb #275f5f0c
 def _add_run_arguments(p) -> None:
@@ -142,14 +145,38 @@ def _check_choice_options(a) -> None:
     if get('model') and not Path(get('model')).is_dir():
         raise ValueError(f"--model must be a checkpoint directory, got {get('model')!r}")
 
+# %% ../../nbs/09_serving_benchmark.ipynb #3cacf7b1
+TINY_RANDOM = 'tiny-random'
+
+def _bench_model(name) -> str | None:
+    """The checkpoint `--model` names (a directory, or a shipped model's name), the shipped `pylm` when it is
+    not given, or None for chapter 07's tiny random model (`tiny-random`, or no shipped model)"""
+    from minipaged.training.recipe import shipped_model
+    if name == TINY_RANDOM: return None
+    if name is None or (not Path(name).exists() and len(Path(name).parts) == 1):
+        try: return str(shipped_model(name or 'pylm'))
+        except ValueError:
+            if name is not None:
+                raise ValueError(f"--model must be a checkpoint directory, got {name!r}") from None
+            return None
+    return name
+
+def _default_workload(model) -> Workload:
+    "DEFAULT_WORKLOAD; for a model shipping `prompts.jsonl` (chapter 07b), those prompts, ending at EOS"
+    prompts = Path(model) / 'prompts.jsonl' if model else None
+    if prompts is None or not prompts.exists(): return DEFAULT_WORKLOAD
+    return replace(DEFAULT_WORKLOAD, prompt_file=str(prompts), ignore_eos=False)
+
 # %% ../../nbs/09_serving_benchmark.ipynb #d086116c
 def _bench_options(a) -> tuple[Workload, SLO, EngineConfig]:
     "The workload, objectives and engine configuration the options declare; a ValueError names a bad option"
     get = lambda k, default=None: getattr(a, k, default)
+    a.model = _bench_model(get('model'))           # resolved once: every later step reads the path
     _check_number_options(a); _check_choice_options(a)
-    try: w = workload_from_json(get('workload')) if get('workload') else DEFAULT_WORKLOAD
+    try: w = workload_from_json(get('workload')) if get('workload') else _default_workload(a.model)
     except ValueError as e: raise ValueError(f"--workload: {e}") from None
-    w = replace(w, **{k: get(k) for k in ('num_requests', 'rate', 'arrival', 'burstiness', 'seed')
+    options = ('num_requests', 'rate', 'arrival', 'burstiness', 'seed', 'prompt_file')
+    w = replace(w, **{k: get(k) for k in options
                       if get(k) is not None})
     try: engine = replace(BENCH_ENGINE, **{k: get(k) for k in ENGINE_FLAGS if get(k) is not None})
     except ValueError as e: raise (_flag_error(e) or e) from None
@@ -167,11 +194,13 @@ def _engine_error(e: ValueError, engine: EngineConfig, where: str = '') -> Value
     return ValueError(f"{where}the engine refuses these settings: {e}")
 
 # %% ../../nbs/09_serving_benchmark.ipynb #76119f90
-def _ablation_engines(model, engine: EngineConfig):
+def _ablation_engines(model, engine: EngineConfig, tokenizer=None):
     "The ablations' pool (slots) and a maker of engines on it at any page size; every row's engine is checked"
     max_len = engine.max_model_len or model.config.max_position_embeddings
     pool = engine.num_blocks * engine.block_size if engine.num_blocks else 4 * -(-max_len // 64) * 64
-    abl = lambda config: LLM(model, replace(config, num_blocks=pool // config.block_size))   # one pool, any B
+    # one pool, any B
+    abl = lambda config: LLM(model, replace(config, num_blocks=pool // config.block_size),
+                             tokenizer=tokenizer)
     for name, config in ablation_configs(engine).items():
         try: abl(config)
         except ValueError as e: raise _engine_error(e, engine, f"--ablations, row {name!r}: ") from None
@@ -181,15 +210,16 @@ def _ablation_engines(model, engine: EngineConfig):
 def _bench_engines(args, engine: EngineConfig):
     """The model, loaded once; a maker of engines sharing it; the first engine; the ablations' (pool,
     maker) or None: all built before anything runs"""
-    try: model = LLM(getattr(args, 'model', None), num_blocks=1, device=engine.device).model
+    try: first = LLM(getattr(args, 'model', None), num_blocks=1, device=engine.device)
     except ValueError as e:
         if not getattr(args, 'model', None): raise
         raise ValueError(f"--model: {e}") from None
-    make = lambda: LLM(model, engine)
+    model, tok = first.model, first.tokenizer        # every engine shares the weights and the tokenizer
+    make = lambda: LLM(model, engine, tokenizer=tok)
     try: llm = make()
     except ValueError as e: raise _engine_error(e, engine) from None
     if not getattr(args, 'ablations', False): return model, make, llm, None
-    return model, make, llm, _ablation_engines(model, engine)
+    return model, make, llm, _ablation_engines(model, engine, tok)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #0a549006
 def _write_csv(path: Path, rows: list[dict]) -> str:

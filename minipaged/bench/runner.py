@@ -152,7 +152,7 @@ def _cancel_due(llm: LLM, cancels: list, live: set, now: float) -> None:
 def _encoder(llm: LLM):
     "The engine's text -> token ids (its tokenizer's), or None when it has no tokenizer"
     tok = llm.tokenizer
-    return None if tok is None else (lambda text: tok.encode(text).ids)
+    return None if tok is None else tok.encode
 
 # %% ../../nbs/09_serving_benchmark.ipynb #fd0e72dd
 def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, progress=None) -> Run:

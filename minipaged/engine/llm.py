@@ -82,6 +82,15 @@ def _model_version(self, model, m: CausalLM) -> str:
                else f"in-memory:{id(m):x}")
     return version + f";{next(m.parameters()).dtype}"
 
+# %% ../../nbs/08_engine.ipynb #5dd30285
+def _checkpoint_path(model) -> Path:
+    "A checkpoint directory; a bare name that is not one may name a model the repository ships (chapter 07b)"
+    path = Path(model)
+    if path.exists() or len(path.parts) != 1: return path
+    from minipaged.training.recipe import shipped_model   # training builds on the engine: imported late
+    try: return shipped_model(str(model))
+    except ValueError: return path                        # load_model names the missing directory
+
 # %% ../../nbs/08_engine.ipynb #3ba35f6d
 @patch_to(LLM)
 def _load(self, model, dtype: str | None, tokenizer):
@@ -98,7 +107,7 @@ def _load(self, model, dtype: str | None, tokenizer):
                              "(model.to(...)) or pass a checkpoint or a ModelConfig")
         m, name = model, model.config.shape.name
     else:
-        path = Path(model)
+        path = model = _checkpoint_path(model)
         m, name = load_model(path, dtype=dtype), str(path.resolve())
         # tokenizer.json, tokenizer_config.json, chat_template.jinja: the text machinery above
         if tokenizer is None: tokenizer = load_tokenizer(path, m.config.shape.vocab_size)

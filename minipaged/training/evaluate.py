@@ -102,7 +102,7 @@ def is_valid_python(header: str, completion: str, finished: bool) -> bool:
 def sample_completions(llm, headers: list[str], temperature: float = 0.8, top_p: float = 0.95,
                        max_tokens: int = 128) -> list[dict]:
     "Complete each header through the engine (request i seeded with i); each with its finish and validity"
-    room = [llm.engine_config.max_model_len - len(llm.tokenizer.encode(h).ids) for h in headers]
+    room = [llm.engine_config.max_model_len - len(llm.tokenizer.encode(h)) for h in headers]
     # at most max_tokens new tokens, fewer where the model's context ends first
     params = [SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max(1, min(max_tokens, n)),
                              seed=i) for i, n in enumerate(room)]

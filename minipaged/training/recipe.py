@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['Recipe', 'prepare_data', 'corpus_record', 'write_checkpoint', 'evaluate_checkpoint', 'model_card', 'param_count', 'checkpoint_bytes', 'run', 'main', 'shipped_model']
+__all__ = ['Recipe', 'prepare_data', 'corpus_record', 'write_checkpoint', 'evaluate_checkpoint', 'model_card', 'param_count', 'checkpoint_bytes', 'write_prompts', 'run', 'main', 'shipped_model']
 
 # %% ../../nbs/07b_training.ipynb #8b35facd
 import argparse, json, platform, sys, time
@@ -19,9 +19,9 @@ from ..engine.model import random_model
 from ..engine.model_config import ModelConfig
 from .corpus import corpus_files, corpus_sha256, read_documents, split_files, stdlib_root
 from .evaluate import (bigram_nll, bits_per_byte, gzip_bits_per_byte, model_nll,
-                                         sample_completions, sample_headers, tune_bigram)
+                                         function_headers, sample_completions, sample_headers, tune_bigram)
 from .loop import stream_windows, train
-from ..utils import patch_to
+from ..utils import check_int, patch_to
 from .tokenizer import EOS, encode_documents, save_tokenizer, train_tokenizer
 
 # %% ../../nbs/07b_training.ipynb #6154de78
@@ -48,6 +48,17 @@ class Recipe:
     temperature: float = 0.8
     top_p: float = 0.95
     max_new_tokens: int = 128
+
+    def __post_init__(self):
+        "Refuse a recipe that cannot run; the error names the field (`minipaged train --steps 0`)"
+        for k in ('vocab_size', 'hidden_size', 'num_layers', 'num_q_heads', 'num_kv_heads',
+                  'intermediate_size', 'seq_len', 'batch_size', 'steps', 'threads', 'eval_samples',
+                  'max_new_tokens', 'max_file_bytes'):
+            check_int(k, getattr(self, k), 1)
+        check_int('heldout_percent', self.heldout_percent, 1, 99); check_int('seed', self.seed, 0)
+        check_int('warmup', self.warmup, 0)
+        if self.hidden_size % self.num_q_heads or self.num_q_heads % self.num_kv_heads:
+            raise ValueError("hidden_size must divide by num_q_heads, and num_q_heads by num_kv_heads")
 
 # %% ../../nbs/07b_training.ipynb #1fbe23d8
 @patch_to(Recipe)
@@ -181,6 +192,14 @@ def _saved_training(out: Path) -> dict:
     m = out / 'metrics.json'
     return json.loads(m.read_text()).get('training', {}) if m.exists() else {}
 
+# %% ../../nbs/07b_training.ipynb #6325ca32
+def write_prompts(out, heldout_texts: list[str]) -> Path:
+    "`prompts.jsonl` in `out`: the held-out files' distinct one-line function headers, sorted, one per line"
+    heads = sorted({h for t in heldout_texts for h in function_headers(t)})
+    path = Path(out) / 'prompts.jsonl'
+    path.write_text(''.join(json.dumps({'prompt': h}) + '\n' for h in heads))
+    return path
+
 # %% ../../nbs/07b_training.ipynb #f5169a27
 def run(r: Recipe, out='models/pylm', eval_only: bool = False, root=None) -> dict:
     "Data, tokenizer, training (unless `eval_only`), evaluation: the checkpoint, metrics.json and README.md"
@@ -192,6 +211,7 @@ def run(r: Recipe, out='models/pylm', eval_only: bool = False, root=None) -> dic
     if not eval_only: training['data_seconds'] = round(data_seconds, 1)
     t1 = time.perf_counter()
     metrics = evaluate_checkpoint(out, r, data)
+    write_prompts(out, data['heldout_texts'])
     metrics.update(training=training, eval_seconds=round(time.perf_counter() - t1, 1),
                    corpus_sha256=data['sha256'], python=platform.python_version(),
                    checkpoint_bytes=checkpoint_bytes(out))
