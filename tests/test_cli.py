@@ -142,7 +142,7 @@ def test_every_request_rejected_in_json_mode_prints_the_json_then_the_error(tmp_
     assert json.loads(out)['summaries'][0]['rejected'] == 4
 
 def test_some_rejected_is_still_exit_0(tmp_path):
-    code, out, err = run('bench', '--num-requests', '8', '--rate', '20', '--no-progress', '--max-model-len', '128', '--num-blocks', '64', '--json',
+    code, out, err = run('bench', '--model', 'tiny-random', '--num-requests', '8', '--rate', '20', '--no-progress', '--max-model-len', '128', '--num-blocks', '64', '--json',
                          '--out', str(tmp_path / 'o'))
     assert code == 0 and err == '', err
     s = json.loads(out)

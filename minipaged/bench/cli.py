@@ -85,7 +85,7 @@ def _add_workload_arguments(p) -> None:
 # %% ../../nbs/09_serving_benchmark.ipynb #275f5f0c
 def _add_run_arguments(p) -> None:
     "Add the run's options (threads, objectives, repetitions, ablations, results folder) to the parser `p`"
-    p.add_argument('--threads', type=int, help="torch CPU threads (default: 1 for the tiny default model, "
+    p.add_argument('--threads', type=int, help="torch CPU threads (default: 1 for --model tiny-random, "
                                                "torch's default for --model)")
     p.add_argument('--slo-ttft-ms', type=float, default=DEFAULT_SLO.ttft_ms,
                    help=f'TTFT objective in ms (default {DEFAULT_SLO.ttft_ms:g})')

@@ -259,7 +259,7 @@ def workload_requests(w: Workload, vocab_size: int, encode=None) -> list[Request
     prefix = prefix_rng.integers(3, vocab_size, size=w.shared_prefix_len).tolist()
     shared = prefix_rng.random(n) < w.shared_prefix_frac
     cancelled = cancel.random(n) < w.cancel_frac
-    if w.prompt_file: texts, prompts, prefix = _text_prompts(w, encode, tokens)
+    if w.prompt_file: (texts, prompts), prefix = _text_prompts(w, encode, tokens, shared), []
     else: texts, prompts = [None] * n, [tokens.integers(3, vocab_size, size=k).tolist() for k in prompt_lens]
     return [RequestSpec(i, arrivals[i], (prefix if shared[i] else []) + prompts[i], output_lens[i],
                         arrivals[i] + w.cancel_after if cancelled[i] else None, bool(shared[i]), texts[i])
@@ -282,11 +282,18 @@ def read_prompt_file(path) -> list[str]:
     if not prompts: raise ValueError(f"prompt_file: {path} holds no prompts")
     return prompts
 
-def _text_prompts(w: Workload, encode, rng) -> tuple[list, list, list]:
-    """Each request's text (drawn from the file in request order), its token ids, and the shared prefix: the
-    first `shared_prefix_len` tokens of the file's texts"""
+def _prefix_text(pool: list[str], encode, num_tokens: int) -> str:
+    "A prompt file's shared prefix: its first whole lines (each ending in a newline), `num_tokens` or more"
+    k = 0
+    while k < len(pool) and len(encode(''.join(p + '\n' for p in pool[:k]))) < num_tokens: k += 1
+    return ''.join(p + '\n' for p in pool[:k])
+
+def _text_prompts(w: Workload, encode, rng, shared) -> tuple[list, list]:
+    """Each request's text (drawn from the file in request order; the shared prefix's lines first where it has
+    it) and its token ids"""
     if encode is None: raise ValueError("prompt_file needs a model with a tokenizer")
     pool = read_prompt_file(w.prompt_file)
-    texts = [pool[k] for k in rng.integers(len(pool), size=w.num_requests)]
-    prefix = encode('\n'.join(pool))[:w.shared_prefix_len] if w.shared_prefix_len else []
-    return texts, [encode(t) for t in texts], prefix
+    prefix = _prefix_text(pool, encode, w.shared_prefix_len) if w.shared_prefix_len else ''
+    picks = rng.integers(len(pool), size=w.num_requests)
+    texts = [(prefix if s else '') + pool[k] for k, s in zip(picks, shared)]
+    return texts, [encode(t) for t in texts]

@@ -141,7 +141,10 @@ def _rope_from_hf(cfg: dict) -> tuple[float, RopeScaling | None]:
     if kind in ('llama3', 'yarn'):        # transformers' default: the context the config states
         kw.setdefault('original_max_position_embeddings', cfg.get('max_position_embeddings'))
     if kind == 'yarn' and 'factor' not in kw:                  # the stretch is the ratio of the two contexts
-        kw['factor'] = cfg['max_position_embeddings'] / kw['original_max_position_embeddings']
+        long, short = cfg.get('max_position_embeddings'), kw.get('original_max_position_embeddings')
+        if not (isinstance(long, int) and isinstance(short, int) and short > 0):
+            raise ValueError('rope_scaling (yarn) needs factor, or max_position_embeddings and its original')
+        kw['factor'] = long / short
     return theta, RopeScaling(kind, **kw)
 
 # %% ../../nbs/07_model.ipynb #ab12fe38

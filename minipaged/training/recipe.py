@@ -234,7 +234,9 @@ def main(argv=None) -> int:
     "The command line: `minipaged train [--out DIR] [--eval-only] [--steps N] ...`; prints the metrics"
     a = _parser().parse_args(argv)
     over = {f.name: getattr(a, f.name) for f in fields(Recipe) if getattr(a, f.name, None) is not None}
-    m = run(replace(Recipe(), **over), a.out, a.eval_only)
+    saved = Path(a.out) / 'recipe.json'          # --eval-only: the recipe the checkpoint was trained with
+    base = Recipe(**json.loads(saved.read_text())) if a.eval_only and saved.exists() else Recipe()
+    m = run(replace(base, **over), a.out, a.eval_only)
     b = m['bits_per_byte']
     print(f"{a.out}: held-out bits/byte model {b['model']:.3f}, bigram {b['bigram']:.3f}, "
           f"gzip -9 {b['gzip']:.3f};"
