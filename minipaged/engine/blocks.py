@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
-from ..utils import cdiv, check_count, check_positive, patch_to
+from ..utils import cdiv, check_count, check_positive, is_int, patch_to
 
 # %% auto #0
 __all__ = ['NoFreeBlocksError', 'CacheKeyContext', 'salt_identity', 'Allocator', 'BlockManager']
@@ -85,6 +85,7 @@ class Allocator(Protocol):
     def mark_computed(self, seq_id, num_computed_tokens: int) -> None: raise NotImplementedError
     def copies_done(self) -> None: raise NotImplementedError
     def free(self, seq_id) -> None: raise NotImplementedError
+    def rollback_to(self, seq_id, num_tokens: int) -> None: raise NotImplementedError
     def slots(self, seq_id, start: int, end: int) -> list[int]: raise NotImplementedError
     def block_table(self, seq_id) -> list[int]: raise NotImplementedError
     def num_tokens(self, seq_id) -> int: raise NotImplementedError
@@ -623,6 +624,29 @@ def check(self) -> None:
     "Verify every invariant of the pool from scratch; raise `AssertionError` naming the first one broken"
     self._check_window(); self._check_pool(); self._check_keys()
     for sid, s in self._seqs.items(): self._check_seq(sid, s)
+
+# %% ../../nbs/05_block_manager.ipynb #5529fa66
+def _check_rollback(seq, num_tokens) -> int:
+    "The length a sequence may shrink to: no fewer than its computed tokens (and one), no more than it has"
+    lo = max(seq.num_computed, 1)
+    if not (is_int(num_tokens) and lo <= num_tokens <= len(seq.tokens)):
+        raise ValueError(f"num_tokens must be an integer in [{lo}, {len(seq.tokens)}] (computed tokens are "
+                         f"never rolled back), got {num_tokens!r}")
+    return int(num_tokens)
+
+# %% ../../nbs/05_block_manager.ipynb #4b1ba437
+@patch_to(BlockManager)
+def rollback_to(self, seq_id, num_tokens: int) -> None:
+    """Shrink `seq_id` to its first `num_tokens` tokens, giving back the slots of tokens never computed
+    (rejected guesses): blocks wholly past the new end return to the pool"""
+    seq = self._get(seq_id)
+    n, B, ref = _check_rollback(seq, num_tokens), self.block_size, self._ref
+    keep = cdiv(n, B)
+    for b in reversed(seq.blocks[keep:]):
+        ref[b] -= 1
+        if ref[b] == 0 and not self._pins[b]: self._reclaim(b)   # one a copy in flight uses: copies_done()
+    del seq.blocks[keep:], seq.tokens[n:]
+    seq.room = keep * B - n if ref[seq.blocks[-1]] == 1 else 0
 
 # %% ../../nbs/05_block_manager.ipynb #bd1a94d5
 @patch_to(BlockManager)

@@ -58,6 +58,8 @@ class EngineConfig:
     seed: int = 0                         # seeds the samples that bring no seed of their own
     allocator: str = 'paged'              # 'reserved': chapter 05b's max_model_len reservation per request
     batching: str = 'continuous'          # 'static': chapter 06's request-level batching
+    # speculative decoding (chapter 11): {'method': 'ngram' | 'draft_model', 'num_speculative_tokens': k, ...}
+    speculative_config: object = None
 
     def __post_init__(self):
         put = lambda k, v: object.__setattr__(self, k, v)    # frozen: the checked value replaces the given
@@ -70,3 +72,6 @@ class EngineConfig:
         for k in CHOICES: _check_choice(k, getattr(self, k))
         put('device', _device_name(self.device))
         put('dtype', _compute_dtype(self.dtype))
+        if self.speculative_config is not None:                # checked by chapter 11, which defines it
+            from minipaged.engine.speculative import speculative_config
+            put('speculative_config', speculative_config(self.speculative_config))

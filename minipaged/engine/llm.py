@@ -26,7 +26,7 @@ from .config import EngineConfig
 from .text import check_vocab, Detokenizer, load_tokenizer, render_chat, TextTokenizer
 
 # %% auto #0
-__all__ = ['LLM', 'available_memory', 'CompletionOutput', 'RequestOutput']
+__all__ = ['LLM', 'available_memory', 'batch_metadata', 'zero_blocks', 'CompletionOutput', 'RequestOutput']
 
 # %% ../../nbs/08_engine.ipynb #05c96d49
 class LLM:
@@ -50,6 +50,7 @@ class LLM:
                                    enable_chunked_prefill=cfg.enable_chunked_prefill, batching=cfg.batching)
         self.kv_caches = allocate_model_cache(self.config, cfg.num_blocks, cfg.block_size, device=self.device)
         self._init_requests(cfg)
+        self.speculator = self._make_speculator(cfg)          # None unless speculative_config asks (ch. 11)
 
 # %% ../../nbs/08_engine.ipynb #e058806e
 @patch_to(LLM)
@@ -197,6 +198,14 @@ def _make_block_manager(self, cfg: EngineConfig):
     ctx = CacheKeyContext(model_id=self.model_id, model_version=self.model_version, kv_dtype=s.kv_dtype,
                           kv_layout=f'paged[{B}]x{s.num_kv_heads}x{s.head_dim}')
     return BlockManager(n, B, enable_prefix_caching=cfg.enable_prefix_caching, context=ctx, record_fresh=True)
+
+# %% ../../nbs/08_engine.ipynb #22755bf0
+@patch_to(LLM)
+def _make_speculator(self, cfg: EngineConfig):
+    "Chapter 11's speculative decoder (n-gram or draft model) if the config asks for one, else None"
+    if cfg.speculative_config is None: return None
+    from minipaged.engine.speculative import make_speculator     # chapter 11 builds on the engine
+    return make_speculator(self, cfg.speculative_config)
 
 # %% ../../nbs/08_engine.ipynb #8345561a
 @patch_to(LLM)
@@ -372,6 +381,7 @@ def _gather(self, batch: ScheduledBatch) -> tuple:
         if start >= P: ids += req.output_token_ids[start - P:start - P + n]
         elif start + n <= P: ids += req.prompt_token_ids[start:start + n]
         else: ids += req.all_token_ids[start:start + n]
+        if start + n > req.num_tokens: ids += req.spec_token_ids     # a verifying row's guesses (chapter 11)
         pos += range(start, start + n)
         slots += bm.slots(rid, start, start + n)
         tables.append(bm.block_table(rid)); ctx.append(start + n); cu.append(cu[-1] + n)
@@ -379,36 +389,46 @@ def _gather(self, batch: ScheduledBatch) -> tuple:
     return ids, pos, slots, tables, ctx, cu, need
 
 # %% ../../nbs/08_engine.ipynb #ec1c1779
+def batch_metadata(pos: list, slots: list, tables: list, ctx: list, cu: list, device,
+                   prompt_lens: list | None = None) -> AttentionMetadata:
+    "The `AttentionMetadata` of a packed batch given as lists (its leading one-token rows are the decodes)"
+    width = max(map(len, tables))
+    bt = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32)
+    i64, new = torch.int64, [b - a for a, b in zip(cu, cu[1:])]
+    return AttentionMetadata(
+        positions=torch.tensor(pos, dtype=i64, device=device),
+        slot_mapping=torch.tensor(slots, dtype=i64, device=device),
+        block_tables=bt.to(device),
+        context_lens=torch.tensor(ctx, dtype=torch.int32, device=device),
+        cu_seqlens_q=torch.tensor(cu, dtype=torch.int32, device=device),
+        max_q_len=max(new),
+        num_decodes=next((i for i, n in enumerate(new) if n != 1), len(new)),
+        prompt_lens=None if prompt_lens is None else torch.tensor(prompt_lens, dtype=torch.int32,
+                                                                 device=device),
+    )
+
+# %% ../../nbs/08_engine.ipynb #3534ddfb
 @patch_to(LLM)
 def _prepare(self, batch: ScheduledBatch):
     "The model's inputs for a planned batch: token ids, `AttentionMetadata`, the batch rows to sample"
     ids, pos, slots, tables, ctx, cu, need = self._gather(batch)
-    width = max(map(len, tables))
-    bt = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32)
-    dev, i64, new = self.device, torch.int64, batch.num_new_tokens
-    meta = AttentionMetadata(
-        positions=torch.tensor(pos, dtype=i64, device=dev),
-        slot_mapping=torch.tensor(slots, dtype=i64, device=dev),
-        block_tables=bt.to(dev),
-        context_lens=torch.tensor(ctx, dtype=torch.int32, device=dev),
-        cu_seqlens_q=torch.tensor(cu, dtype=torch.int32, device=dev),
-        max_q_len=max(new),
-        num_decodes=next((i for i, n in enumerate(new) if n != 1), len(new)),
-        # dynamic RoPE computes each token at its prompt's length, however the prompt is chunked (chapter 07)
-        prompt_lens=torch.tensor([len(r.prompt_token_ids) for r in batch.requests], dtype=torch.int32,
-                                 device=dev) if self.model.dynamic_rope else None,
-    )
-    return torch.tensor(ids, dtype=i64, device=dev), meta, need
+    # dynamic RoPE computes each token at its prompt's length, however the prompt is chunked (chapter 07)
+    lens = [len(r.prompt_token_ids) for r in batch.requests] if self.model.dynamic_rope else None
+    meta = batch_metadata(pos, slots, tables, ctx, cu, self.device, lens)
+    return torch.tensor(ids, dtype=torch.int64, device=self.device), meta, need
 
 # %% ../../nbs/08_engine.ipynb #7f2a13e1
+def zero_blocks(kv_caches: list, blocks: list[int], device) -> None:
+    "Zero blocks `blocks` in every layer's K and V cache"
+    if not blocks: return
+    idx = torch.tensor(blocks, device=device)
+    for k, v in kv_caches: k.index_fill_(0, idx, 0); v.index_fill_(0, idx, 0)
+
 @patch_to(LLM)
 def _zero_fresh_blocks(self):
     """Zero, in every layer's K and V cache, the blocks the block manager handed out without cached content
     since the last call"""
-    fresh = self.block_manager.pop_fresh_blocks()
-    if not fresh: return
-    idx = torch.tensor(fresh, device=self.device)
-    for k, v in self.kv_caches: k.index_fill_(0, idx, 0); v.index_fill_(0, idx, 0)
+    zero_blocks(self.kv_caches, self.block_manager.pop_fresh_blocks(), self.device)
 
 # %% ../../nbs/08_engine.ipynb #f634feaa
 @patch_to(LLM)
@@ -422,13 +442,18 @@ def _copy_blocks(self, copies):
 @patch_to(LLM)
 def _forward(self, batch: ScheduledBatch):
     """Zero the fresh blocks, run the copies, run the model: the logits of the rows that complete their
-    pending tokens (None if none do)"""
+    pending tokens, then every row of each verifying sequence (chapter 11); None if there are none"""
     # before the copies: a copy-on-write target is fresh too
     self._zero_fresh_blocks()
     if batch.copies: self._copy_blocks(batch.copies)
     ids, meta, need = self._prepare(batch)
-    hidden = self.model(ids, meta, self.kv_caches, self.backend, last_of=need)
-    return self.model.compute_logits(hidden) if need else None
+    if not batch.num_verify_rows:
+        hidden = self.model(ids, meta, self.kv_caches, self.backend, last_of=need)
+        return self.model.compute_logits(hidden) if need else None
+    hidden = self.model(ids, meta, self.kv_caches, self.backend)     # every row: a guess needs its own
+    cu, d, v = meta.cu_seqlens_q.tolist(), batch.num_decode_rows, batch.num_verify_rows
+    rows = [cu[i + 1] - 1 for i in need] + list(range(cu[d], cu[d + v]))
+    return self.model.compute_logits(hidden[rows])
 
 # %% ../../nbs/08_engine.ipynb #d18c41d6
 @patch_to(LLM)
@@ -476,6 +501,26 @@ def _extras(self, logits, rows: list, params: list, targets: list, tokens: list)
     entries = dict(zip(lp, token_logprobs(logits[[rows[i] for i in lp]], [tokens[i] for i in lp],
                                           [params[i].logprobs for i in lp]))) if lp else {}
     return {targets[i]: entries.get(i) for i in want}
+
+# %% ../../nbs/08_engine.ipynb #874bc36a
+@patch_to(LLM)
+def _verify(self, batch: ScheduledBatch, logits, offset: int, sampled: dict, failed: dict,
+            extras: dict) -> dict:
+    """Accept or reject each verifying row's guesses against its rows of `logits` from `offset` (chapter 11):
+    tokens into `sampled`, errors into `failed`, logprobs into `extras`; {sample id: tokens it got}"""
+    d, counts = batch.num_decode_rows, {}
+    for req in batch.requests[d:d + batch.num_verify_rows]:
+        k, sid = len(req.spec_token_ids), req.request_id
+        rows, offset = logits[offset:offset + k + 1], offset + k + 1
+        g = self._groups[sid[0]]
+        p = g['params']
+        try: toks = self.speculator.accept(req, rows, p, g['generators'][sid[1]])
+        except Exception as x: failed[sid] = f"sampling failed: {type(x).__name__}: {x}"; continue
+        sampled[sid], counts[sid] = toks, len(toks)
+        if p.logprobs is not None:                                 # one entry per token, as if one by one
+            extras[sid] = token_logprobs(rows[:len(toks)], toks, [p.logprobs] * len(toks))
+        elif p.stop: extras[sid] = None
+    return counts
 
 # %% ../../nbs/08_engine.ipynb #283163eb
 @dataclass
@@ -583,6 +628,10 @@ def _output(self, rid) -> RequestOutput:
         num_cached_tokens=first.num_cached_tokens,
         num_preemptions=sum(r.num_preemptions for r in reqs),
         reject_reason=first.reject_reason,
+        # speculative decoding (chapter 11): guesses proposed, accepted, and the steps that verified them
+        num_spec_proposed=sum(r.num_spec_proposed for r in reqs),
+        num_spec_accepted=sum(r.num_spec_accepted for r in reqs),
+        num_spec_steps=sum(r.num_spec_steps for r in reqs),
     )
     return RequestOutput(rid, g['prompt'], list(first.prompt_token_ids), outs, finished, metrics)
 
@@ -617,10 +666,16 @@ def _record_logprobs(self, g: dict, j: int, entries: list[tuple]) -> None:
 
 # %% ../../nbs/08_engine.ipynb #c3dfb6e2
 @patch_to(LLM)
-def _check_stop(self, g: dict, r: Request, now: float) -> None:
-    "Bring sample r's text up to date; at a stop string it ends 'stop', the string its stop_reason"
-    j = r.request_id[1]
-    try: stop = self._detokenizer(g, j).update(r.output_token_ids, r.finished, self._stop_token(g, r))
+def _check_stop(self, g: dict, r: Request, now: float, new: int = 1) -> None:
+    """Bring sample r's text up to date, its `new` tokens one at a time; at a stop string it ends 'stop', the
+    string its stop_reason, the tokens after it dropped"""
+    j, out = r.request_id[1], r.output_token_ids
+    try:
+        det = self._detokenizer(g, j)
+        for m in range(len(out) - new + 1, len(out) + 1):
+            last = m == len(out)
+            stop = det.update(out if last else out[:m], r.finished and last, last and self._stop_token(g, r))
+            if stop is not None: break
     except Exception as x:                                     # its tokenizer's error: it alone ends
         if not r.finished:
             self.scheduler.abort(r.request_id, now, FinishReason.ABORTED,
@@ -628,19 +683,22 @@ def _check_stop(self, g: dict, r: Request, now: float) -> None:
         return
     if stop is None or g['stop_reason'][j] is not None: return
     g['stop_reason'][j] = stop
+    del out[m:], r.token_times[m:]                              # guesses accepted past the string: dropped
     if r.finished: r.finish_reason = FinishReason.STOP          # at its last token: the string is the reason
     else: self.scheduler.abort(r.request_id, now, FinishReason.STOP)
 
 # %% ../../nbs/08_engine.ipynb #834241e1
 @patch_to(LLM)
-def _after_tokens(self, extras: dict, now: float) -> None:
-    "Record this step's logprobs of the samples that asked; end the samples whose text reached a stop string"
+def _after_tokens(self, extras: dict, now: float, counts: dict | None = None) -> None:
+    """End the samples whose text reached a stop string; record this step's logprobs of those that asked
+    (`counts`: the samples that got several tokens, chapter 11, and how many)"""
+    counts = counts or {}
     for sid, entries in extras.items():
-        g = self._groups[sid[0]]
-        r = g['samples'][sid[1]]
-        if entries is not None and len(g['logprobs'][sid[1]]) < len(r.output_token_ids):
-            self._record_logprobs(g, sid[1], entries)
-        if g['params'].stop: self._check_stop(g, r, now)
+        g, j = self._groups[sid[0]], sid[1]
+        r = g['samples'][j]
+        if g['params'].stop: self._check_stop(g, r, now, counts.get(sid, 1))
+        for e in (() if entries is None else entries if sid in counts else (entries,)):
+            if len(g['logprobs'][j]) < len(r.output_token_ids): self._record_logprobs(g, j, e)
 
 # %% ../../nbs/08_engine.ipynb #657121a3
 @patch_to(LLM)
@@ -657,12 +715,18 @@ def _update_forks(self, forks: list, sampled: dict, now: float) -> None:
 def _run_step(self, partial: bool) -> list[RequestOutput]:
     "One iteration: plan, run, sample, record; finished outputs (with `partial`, those with a new token too)"
     sch = self.scheduler
+    if self.speculator is not None: self.speculator.propose()      # guesses to verify (chapter 11)
     batch = self.last_batch = sch.schedule(time.perf_counter())
-    done = [r for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions)
-            if s + n == r.num_tokens]
-    sampled, failed, extras, forks = {}, {}, {}, []
+    # rows that end at the request's last token sample one; a verifying row runs past it (chapter 11)
+    ends = [(r, s + n - r.num_tokens)
+            for r, n, s in zip(batch.requests, batch.num_new_tokens, batch.start_positions)]
+    done, emitting = [r for r, past in ends if past == 0], [r for r, past in ends if past >= 0]
+    sampled, failed, extras, forks, counts = {}, {}, {}, [], {}
     if batch.requests:
-        try: sampled, failed, extras = self._sample(done, self._forward(batch), forks)
+        try:
+            logits = self._forward(batch)
+            sampled, failed, extras = self._sample(done, logits, forks)
+            if batch.num_verify_rows: counts = self._verify(batch, logits, len(done), sampled, failed, extras)
         # the engine's own error: nothing of this step stands
         except BaseException:
             sch.abandon(batch); sch.abandon(ScheduledBatch(forks)); raise
@@ -671,10 +735,11 @@ def _run_step(self, partial: bool) -> list[RequestOutput]:
     for sid, error in failed.items(): sch.abort(sid, now, FinishReason.ABORTED, error)
     sch.update(batch, sampled, now)
     if forks: self._update_forks(forks, sampled, now)
-    if extras: self._after_tokens(extras, now)                     # logprobs, stop strings
+    if extras: self._after_tokens(extras, now, counts)             # logprobs, stop strings
+    if self.speculator is not None: self.speculator.release()      # a draft's state of what ended
     finished = self._drain_finished()
     if not partial: return finished
-    touched = dict.fromkeys(r.request_id[0] for r in done)        # batch order: deterministic
+    touched = dict.fromkeys(r.request_id[0] for r in emitting)     # batch order: deterministic
     return [self._output(rid) for rid in touched if rid in self._groups] + finished
 
 # %% ../../nbs/08_engine.ipynb #cf3ea2d5

@@ -53,6 +53,11 @@ class Request:
     num_reserved: int = 0                  # leading tokens whose KV slots the block manager has reserved
     # the last step that scheduled it (victims are chosen among the others)
     scheduled_step: int = -1
+    # speculative decoding (chapter 11): guesses to verify in the next step, and how many it has had accepted
+    spec_token_ids: list[int] = field(default_factory=list)
+    num_spec_proposed: int = 0
+    num_spec_accepted: int = 0
+    num_spec_steps: int = 0                # steps that verified its guesses
     _seq: int = 0                          # submission order, the tie-breaker of the queues
 
 # %% ../../nbs/06_scheduler.ipynb #b9715a2a
@@ -97,6 +102,8 @@ class ScheduledBatch:
     num_waiting: int = 0
     # the leading rows are decodes (one new token that completes the request's KV): update's fast path
     num_decode_rows: int = 0
+    # then the rows that verify guesses: the last token and its `spec_token_ids` (chapter 11)
+    num_verify_rows: int = 0
 
 # %% ../../nbs/06_scheduler.ipynb #0b860355
 @patch_to(ScheduledBatch)

@@ -7,7 +7,8 @@ Docs: https://minipaged.github.io/minipaged/reservation_baseline.html.md"""
 # %% ../../nbs/05b_reservation_baseline.ipynb #5435e18d
 from __future__ import annotations
 from ..utils import cdiv, check_count, check_positive, patch_to
-from .blocks import _check_span, _fork_parent, Allocator, CacheKeyContext, NoFreeBlocksError
+from .blocks import (_check_rollback, _check_span, _fork_parent, Allocator, CacheKeyContext,
+                                     NoFreeBlocksError)
 
 # %% auto #0
 __all__ = ['ReservationManager', 'run_batch']
@@ -167,6 +168,13 @@ def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
         self._region_ref[dst // R] += 1
         self._in_flight.append((src, dst, gen[src // R], gen[dst // R]))
     return copies
+
+# %% ../../nbs/05b_reservation_baseline.ipynb #fe7ee836
+@patch_to(ReservationManager)
+def rollback_to(self, seq_id, num_tokens: int) -> None:
+    "Shrink `seq_id` to its first `num_tokens` tokens (never a computed one); its region stays reserved"
+    seq = self._get(seq_id)
+    del seq.tokens[_check_rollback(seq, num_tokens):]
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #59b1d07e
 @patch_to(ReservationManager)

@@ -175,9 +175,9 @@ def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> A
 # %% ../../nbs/06_scheduler.ipynb #7463c62a
 @patch_to(Scheduler)
 def _update_chunks(self, batch: ScheduledBatch, sampled: dict, now: float) -> None:
-    "Apply the rows after the decodes (prefill chunks, admissions): computed counts, full blocks, tokens"
+    "Apply the rows after the decodes and verifications (prefill chunks, admissions): counts, blocks, tokens"
     RUNNING, mark_computed, B = Status.RUNNING, self.bm.mark_computed, self.bm.block_size
-    d = batch.num_decode_rows
+    d = batch.num_decode_rows + batch.num_verify_rows
     for req, n in zip(batch.requests[d:], batch.num_new_tokens[d:]):
         if req.status is not RUNNING: continue                     # cancelled while the step ran
         c = req.num_computed_tokens = req.num_computed_tokens + n
@@ -193,15 +193,21 @@ def _update_chunks(self, batch: ScheduledBatch, sampled: dict, now: float) -> No
 # %% ../../nbs/06_scheduler.ipynb #1d8870ab
 @patch_to(Scheduler)
 def _schedule_decodes(self, batch: ScheduledBatch, budget: int, step: int, now: float) -> tuple[int, list]:
-    "1. One new token for each running decode, in order; running prefills are set aside: (budget, prefills)"
+    """1. One new token for each running decode, in order (more for one with guesses to verify, below);
+    running
+    prefills are set aside: (budget, prefills)"""
     # locals: this loop runs once per running sequence per step (benchmarks/scheduler_overhead.py)
-    prefills, scheduled, append, RUNNING = [], batch.requests, self.bm.append, Status.RUNNING
-    for req in list(self.running.values()):
+    prefills, scheduled, verify, append, RUNNING = [], batch.requests, [], self.bm.append, Status.RUNNING
+    running = list(self.running.values())
+    for i, req in enumerate(running):
         if budget == 0: break
         if req.status is not RUNNING: continue                   # preempted as a victim earlier in this step
         out = req.output_token_ids
         total = len(req.prompt_token_ids) + len(out)
         if total - req.num_computed_tokens > 1: prefills.append(req); continue
+        # guesses take what the budget has beyond one token for each request after this one
+        if req.spec_token_ids and self._reserve_guesses(req, total, batch, budget - len(running) + i):
+            req.scheduled_step = step; verify.append(req); budget -= 1 + len(req.spec_token_ids); continue
         if req.num_reserved < total:                               # one new slot: `_reserve`'s common case
             try:
                 copies = append(req.request_id, out[-1:])          # the input: the last token sampled
@@ -214,6 +220,7 @@ def _schedule_decodes(self, batch: ScheduledBatch, budget: int, step: int, now: 
         scheduled.append(req); budget -= 1
     batch.num_decode_rows = len(batch.requests)
     batch.num_new_tokens += [1] * len(batch.requests)
+    if verify: self._add_verify_rows(batch, verify)
     batch.start_positions += [r.num_computed_tokens for r in batch.requests]
     return budget, prefills
 
@@ -240,6 +247,7 @@ def update(self, batch: ScheduledBatch, sampled: dict, now: float = 0.0) -> None
     stop and length checks"""
     self.bm.copies_done()                      # the step ran: its copy-on-write copies too
     self._update_decodes(batch, sampled, now)
+    if batch.num_verify_rows: self._update_verified(batch, sampled, now)     # chapter 11's rows, below
     self._update_chunks(batch, sampled, now)
 
 # %% ../../nbs/06_scheduler.ipynb #599bfa4a
@@ -309,6 +317,47 @@ def check_scheduler(s: Scheduler, batch: ScheduledBatch | None = None):
         assert batch.admission is not AdmissionStop.QUEUE_EMPTY or not s.waiting, 'the plan missed the queue'
     s.bm.check()
 
+# %% ../../nbs/06_scheduler.ipynb #7dff4d38
+@patch_to(Scheduler)
+def _reserve_guesses(self, req: Request, total: int, batch: ScheduledBatch, room: int) -> bool:
+    """Reserve slots for `req`'s last token and as many of its guesses as `room` and `max_tokens` allow; False
+    (and no guesses) if there is no room or no block"""
+    # none past max_tokens
+    k = min(len(req.spec_token_ids), room, req.max_tokens - len(req.output_token_ids) - 1)
+    if k <= 0: req.spec_token_ids = []; return False
+    guesses, last = req.spec_token_ids[:k], req.output_token_ids[-1:] if req.num_reserved < total else []
+    try: batch.copies += self.bm.append(req.request_id, last + guesses)
+    except Exception: req.spec_token_ids = []; return False        # a plain decode: `_reserve` takes it
+    req.spec_token_ids, req.num_reserved = guesses, total + k
+    return True
+
+# %% ../../nbs/06_scheduler.ipynb #7e457658
+@patch_to(Scheduler)
+def _add_verify_rows(self, batch: ScheduledBatch, verify: list) -> None:
+    "Put the verifying requests after the decode rows: each runs its last token and its guesses"
+    batch.requests += verify; batch.num_verify_rows = len(verify)
+    batch.num_new_tokens += [1 + len(r.spec_token_ids) for r in verify]
+
+# %% ../../nbs/06_scheduler.ipynb #43390c6c
+@patch_to(Scheduler)
+def _update_verified(self, batch: ScheduledBatch, sampled: dict, now: float) -> None:
+    "Apply the verifying rows: keep the accepted guesses' K/V, give back the other slots, append the tokens"
+    d, STOP, LENGTH = batch.num_decode_rows, FinishReason.STOP, FinishReason.LENGTH
+    for req in batch.requests[d:d + batch.num_verify_rows]:
+        if req.status is not Status.RUNNING: continue              # cancelled while the step ran
+        toks, rid = sampled[req.request_id], req.request_id
+        c = req.num_computed_tokens + len(toks)                    # the last token and the accepted guesses
+        self.bm.rollback_to(rid, c)                                # first: rejected guesses are never cached
+        self.bm.mark_computed(rid, c)
+        req.num_computed_tokens = req.num_reserved = c
+        req.num_spec_proposed += len(req.spec_token_ids); req.num_spec_accepted += len(toks) - 1
+        req.num_spec_steps += 1
+        req.spec_token_ids, out = [], req.output_token_ids
+        for tok in toks:
+            out.append(tok); req.token_times.append(now)
+            if tok in req.stop_token_ids: self._finish(req, STOP, now); break
+            if len(out) >= req.max_tokens: self._finish(req, LENGTH, now); break
+
 # %% ../../nbs/06_scheduler.ipynb #23d68b52
 @patch_to(Scheduler)
 def _pick_victim(self, step: int, req: Request) -> Request | None:
@@ -324,6 +373,7 @@ def _requeue(self, req: Request):
     self.bm.free(req.request_id)
     del self.running[req.request_id]
     req.status, req.num_computed_tokens, req.num_reserved = Status.WAITING, 0, 0
+    req.spec_token_ids = []
     # its own place: under fcfs, ahead of everything that arrived later
     bisect.insort(self.waiting, req, key=self._queue_key)
 

@@ -42,7 +42,9 @@ def write(self, sid, start: int, end: int):
 # %% ../../nbs/05_block_manager.ipynb #0893e954
 @patch_to(RandomOps)
 def check(self):
-    "The manager's invariants; every sequence reads back exactly its own K/V, and zeros past it"
+    """The manager's invariants; every sequence reads back exactly its own K/V, and past it zeros (or a
+    rejected
+    guess's K/V, which lengths keep unread)"""
     bm, B = self.bm, self.B
     bm.check()
     for sid, toks in self.model.items():
@@ -54,7 +56,7 @@ def check(self):
         if not bm.defers_fork_copies:  # past its computed tokens a page holds zeros only
             table = bm.block_table(sid)
             stale = [q for q in range(n, len(table) * B)
-                     if self.kv.get(table[q // B] * B + q % B) is not None]
+                     if (self.kv.get(table[q // B] * B + q % B) or ('guess',))[0] != 'guess']
             assert not stale, 'a stale slot in a page'
 
 # %% ../../nbs/05_block_manager.ipynb #e88d15c3
@@ -111,6 +113,27 @@ def free(self, sid):
     "End `sid`, as a finished or cancelled request"
     self.bm.free(sid); del self.model[sid]; self.awaiting.discard(sid); self.counts['frees'] += 1
 
+# %% ../../nbs/05_block_manager.ipynb #21559e07
+@patch_to(RandomOps)
+def speculate(self, sid):
+    "Reserve slots for 1-4 guesses after a computed `sid`, write them all, keep a random prefix of them"
+    bm, B, toks = self.bm, self.B, self.model[sid]
+    n = len(toks)
+    if sid in self.awaiting or bm.num_computed(sid) != n: return
+    guesses = [self.rng.choice([1, 2, 3]) for _ in range(self.rng.randint(1, 4))]
+    try: copies = bm.append(sid, guesses)
+    except (NoFreeBlocksError, ValueError): self.counts['refused'] += 1; return
+    self.zero_fresh()
+    for src, dst in copies:
+        for o in range(B): self.kv[dst * B + o] = self.kv.get(src * B + o)
+    bm.copies_done()
+    kept = self.rng.randint(0, len(guesses))
+    for p, slot in zip(range(n, n + len(guesses)), bm.slots(sid, n, n + len(guesses))):
+        self.kv[slot] = (self.salts[sid], guesses[p - n]) if p < n + kept else ('guess', sid)
+    bm.rollback_to(sid, n + kept); toks += guesses[:kept]
+    bm.mark_computed(sid, n + kept)
+    self.counts['guesses'] += len(guesses); self.counts['rejected'] += len(guesses) - kept
+
 # %% ../../nbs/05_block_manager.ipynb #daa9f2a4
 def random_ops(seed: int, steps: int, num_blocks: int = 16, block_size: int = 4, manager=None) -> dict:
     "`steps` random operations, with `check()` and the isolation check after every one; the counts of each"
@@ -118,7 +141,8 @@ def random_ops(seed: int, steps: int, num_blocks: int = 16, block_size: int = 4,
     for _ in range(steps):
         op, live = r.rng.random(), sorted(r.model)
         if op < 0.3 or not live: r.allocate()
-        elif op < 0.7: r.append(r.rng.choice(live))
+        elif op < 0.6: r.append(r.rng.choice(live))
+        elif op < 0.7: r.speculate(r.rng.choice(live))
         elif op < 0.8: r.fork(r.rng.choice(live))
         else: r.free(r.rng.choice(live))
         r.check()

@@ -182,9 +182,10 @@ def _train_and_write(r: Recipe, out: Path, data: dict) -> dict:
                 final_loss=log[-1]['loss'], params=param_count(model))
 
 # %% ../../nbs/07b_training.ipynb #380dc1e1
-def _saved_tokenizer(out: Path):
+def _saved_tokenizer(out: Path, name: str = 'out'):
+    "The tokenizer of checkpoint directory `out` (`name`: the argument that gave it, for the error)"
     from tokenizers import Tokenizer
-    if not (out / 'tokenizer.json').exists(): raise ValueError(f"out: no tokenizer.json in {out} to evaluate")
+    if not (out / 'tokenizer.json').exists(): raise ValueError(f"{name}: no tokenizer.json in {out}")
     return Tokenizer.from_file(str(out / 'tokenizer.json'))
 
 def _saved_training(out: Path) -> dict:
@@ -201,11 +202,14 @@ def write_prompts(out, heldout_texts: list[str]) -> Path:
     return path
 
 # %% ../../nbs/07b_training.ipynb #f5169a27
-def run(r: Recipe, out='models/pylm', eval_only: bool = False, root=None) -> dict:
-    "Data, tokenizer, training (unless `eval_only`), evaluation: the checkpoint, metrics.json and README.md"
+def run(r: Recipe, out='models/pylm', eval_only: bool = False, root=None, tokenizer_from=None) -> dict:
+    """Data, tokenizer (another checkpoint's, `tokenizer_from`: a draft model shares its target's), training
+    (unless `eval_only`), evaluation: the checkpoint, metrics.json and README.md"""
     out, t0 = Path(out), time.perf_counter()
     if eval_only: torch.set_num_threads(r.threads)
-    data = prepare_data(r, root, _saved_tokenizer(out) if eval_only else None)
+    tok = (_saved_tokenizer(out) if eval_only else
+           _saved_tokenizer(Path(tokenizer_from), 'tokenizer_from') if tokenizer_from is not None else None)
+    data = prepare_data(r, root, tok)
     data_seconds = time.perf_counter() - t0
     training = _saved_training(out) if eval_only else _train_and_write(r, out, data)
     if not eval_only: training['data_seconds'] = round(data_seconds, 1)
@@ -225,7 +229,10 @@ def _parser() -> argparse.ArgumentParser:
                                 "Python's standard library, evaluate it, and write a Hugging Face checkpoint")
     p.add_argument('--out', default='models/pylm', help='checkpoint directory (default: models/pylm)')
     p.add_argument('--eval-only', action='store_true', help='evaluate the checkpoint in --out; do not train')
-    for f in ('steps', 'threads', 'eval_samples', 'seed'):
+    p.add_argument('--tokenizer-from', metavar='DIR', help="train with this checkpoint's tokenizer (a draft "
+                   "model for speculative decoding shares its target's)")
+    for f in ('steps', 'threads', 'eval_samples', 'seed', 'num_layers', 'hidden_size', 'num_q_heads',
+              'num_kv_heads', 'intermediate_size'):
         p.add_argument('--' + f.replace('_', '-'), type=int, help=f'override the recipe\'s {f}')
     return p
 
@@ -236,7 +243,7 @@ def main(argv=None) -> int:
     over = {f.name: getattr(a, f.name) for f in fields(Recipe) if getattr(a, f.name, None) is not None}
     saved = Path(a.out) / 'recipe.json'          # --eval-only: the recipe the checkpoint was trained with
     base = Recipe(**json.loads(saved.read_text())) if a.eval_only and saved.exists() else Recipe()
-    m = run(replace(base, **over), a.out, a.eval_only)
+    m = run(replace(base, **over), a.out, a.eval_only, tokenizer_from=a.tokenizer_from)
     b = m['bits_per_byte']
     print(f"{a.out}: held-out bits/byte model {b['model']:.3f}, bigram {b['bigram']:.3f}, "
           f"gzip -9 {b['gzip']:.3f};"
