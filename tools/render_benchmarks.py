@@ -167,11 +167,15 @@ def speculative(r: dict) -> dict:
     parts = [f"batch {b}: ngram {cell(b, 'ngram always')}, draft {cell(b, 'draft always')}, with the rule "
              f"ngram {cell(b, 'ngram rule')}" for b in sorted({x['batch'] for x in r['rows']})]
     same = all(x['identical'] for x in r['rows'])
+    g = r.get('ngram', {})
     return dict(what="Speculative decoding on `pylm` (chapter 11), greedy, held-out code prompts: output tok/s "
-                     "against no guessing (ngram k 4, draft `pylm-draft` k 3)",
+                     f"against no guessing (ngram k {g.get('num_speculative_tokens')}, n-grams "
+                     f"{g.get('prompt_lookup_min')}..{g.get('prompt_lookup_max')} chosen by the sweep on other "
+                     "prompts; draft `pylm-draft` k 3)",
                 result='; '.join(parts) + f"; tokens identical to no guessing in every run: {same}",
-                against=f"the same engine without guessing, same prompts, same run (off ran first in each batch "
-                        f"group; the rule is off from {r['disable_by_batch_size']} running requests)")
+                against=f"the same engine without guessing, same prompts, same run, best of {r.get('repeats', 1)} "
+                        f"interleaved rounds; the rule guesses nothing from {r['disable_by_batch_size']} running "
+                        "requests, so its rows there differ from off by run-to-run noise only")
 
 
 SUMMARIES = dict(speculative=speculative, engine_cpu=engine_cpu, trained_model=trained_model, chapter_times=chapter_times, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json, math
 from dataclasses import dataclass
 from pathlib import Path
-from ..utils import cdiv, check_positive, fmt_bytes, MiB, patch_to
+from ..utils import cdiv, check_count, check_positive, fmt_bytes, MiB, patch_to
 
 # %% auto #0
 __all__ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes', 'kv_bytes_per_token', 'ModelShape',
@@ -331,6 +331,7 @@ class CapacityEstimate:
     kv_per_request: float          # mean KV bytes per request, in pages
     table_per_request: int         # block-table bytes per request
     max_requests: int
+    speculative_per_request: float = 0.0   # mean bytes of the slots its guesses hold at a step's peak
     excludes: tuple[str, ...] = MemoryBudget.excludes
 
 # %% ../../nbs/00_kv_budget.ipynb #305293df
@@ -341,7 +342,10 @@ def table(self) -> str:  # noqa: F811 (not MemoryBudget.table)
     lines += [f"  - {k:<22}{fmt_bytes(v):>12}" for k, v in self.fixed.items()]
     lines += [f"{'= KV pool':<26}{fmt_bytes(self.kv_pool_bytes):>12}",
               f"{'KV per request (mean)':<26}{fmt_bytes(self.kv_per_request):>12}",
-              f"{'block table per request':<26}{fmt_bytes(self.table_per_request):>12}",
+              f"{'block table per request':<26}{fmt_bytes(self.table_per_request):>12}"]
+    if self.speculative_per_request:                  # chapter 11: the slots of guesses being verified
+        lines += [f"{'speculation per request':<26}{fmt_bytes(self.speculative_per_request):>12}"]
+    lines += [
               f"{'max concurrent requests':<26}{self.max_requests:>10,}",
               'excludes: ' + '; '.join(self.excludes)]
     return '\n'.join(lines)
@@ -356,17 +360,22 @@ def _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, h
 # %% ../../nbs/00_kv_budget.ipynb #dfb660ea
 def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16,
              max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
-             workspace_bytes: int = 256 * MiB, headroom_frac: float = 0.10) -> CapacityEstimate:
+             workspace_bytes: int = 256 * MiB, headroom_frac: float = 0.10, speculative_tokens: int = 0,
+             draft: ModelShape | None = None) -> CapacityEstimate:
     """Concurrent requests whose retained lengths follow the declared sample `lengths` that fit in
-    `memory_bytes`"""
+    `memory_bytes` (with `speculative_tokens` guesses each, a `draft` model's weights and KV: chapter 11)"""
     lengths = [check_positive('length', n) for n in lengths]
     if not lengths: raise ValueError("lengths must hold at least one value of the declared distribution")
     check_positive('memory_bytes', memory_bytes); check_positive('block_size', block_size)
     max_len = check_positive('max_model_len', max_model_len or max(lengths))
+    k = check_count('speculative_tokens', speculative_tokens)
     fixed = _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, headroom_frac)
+    if draft is not None: fixed['draft_weights'] = weight_bytes(draft)
     pool = memory_bytes - sum(fixed.values())
     if pool <= 0: raise ValueError(f"memory_bytes {memory_bytes:,} does not cover the fixed terms "
                                    f"({sum(fixed.values()):,} bytes): no room for KV")
-    per_req = kv_bytes(shape, lengths, block_size) / len(lengths)
+    kv = lambda ns: sum(kv_bytes(s, ns, block_size) for s in (shape, draft) if s is not None) / len(ns)
+    per_req, spec = kv(lengths), kv([n + k for n in lengths]) - kv(lengths)
     table = cdiv(max_len, block_size) * 4
-    return CapacityEstimate(memory_bytes, fixed, pool, per_req, table, int(pool // (per_req + table)))
+    return CapacityEstimate(memory_bytes, fixed, pool, per_req, table, int(pool // (per_req + spec + table)),
+                            spec)

@@ -31,14 +31,17 @@ def _held_blocks(llm: LLM) -> tuple[dict, Counter, dict, list, int]:
 
 # %% ../../nbs/09_serving_benchmark.ipynb #f754434a
 def kv_breakdown(llm: LLM, with_lengths: bool = False) -> dict:
-    """The KV pool now, in token slots: useful, wasted, cached, free, stranded (they sum to the pool);
-    blocks saved by sharing; block-table bytes"""
+    """The KV pool now, in token slots: useful, speculative, wasted, cached, free, stranded (they sum to the
+    pool); blocks saved by sharing; block-table bytes"""
     bm = llm.block_manager; B = bm.block_size
     reserved = isinstance(bm, ReservationManager)
     fill, holders, owners, lengths, entries = _held_blocks(llm)
-    useful = sum(fill.values())
-    out = dict(useful=useful, wasted=len(fill) * B - useful, cached=bm.num_cached_blocks * B,
-               free=bm.num_free_blocks * B,
+    # slots held for guesses a step is verifying (chapter 11): past each request's own tokens; 0 between steps
+    spec = sum(bm.num_tokens(sid) - r.num_tokens for sid, r in llm.scheduler.running.items()
+               if bm.num_tokens(sid) > r.num_tokens)
+    useful = sum(fill.values()) - spec
+    out = dict(useful=useful, speculative=spec, wasted=len(fill) * B - useful - spec,
+               cached=bm.num_cached_blocks * B, free=bm.num_free_blocks * B,
                stranded=(bm.num_blocks - bm.num_regions * bm.reservation) * B if reserved else 0,
                saved_prefix=sum(len(o) - 1 for o in owners.values()) * B,
                saved_fork=sum(holders[b] - len(owners[b]) for b in holders) * B,
@@ -48,10 +51,10 @@ def kv_breakdown(llm: LLM, with_lengths: bool = False) -> dict:
 
 # %% ../../nbs/09_serving_benchmark.ipynb #821e3e1d
 def check_memory_identity(snap: dict, llm: LLM) -> None:
-    """Assert the memory identity: useful + wasted + cached + free + stranded = the pool, and the tables
-    agree with the manager's count"""
+    """Assert the memory identity: useful + speculative + wasted + cached + free + stranded = the pool,
+    and the tables agree with the manager's count"""
     bm = llm.block_manager
-    total = snap['useful'] + snap['wasted'] + snap['cached'] + snap['free'] + snap['stranded']
+    total = sum(snap.get(k, 0) for k in ('useful', 'speculative', 'wasted', 'cached', 'free', 'stranded'))
     pool = bm.num_blocks * bm.block_size
     assert total == pool, f"memory identity broken: the terms sum to {total} slots, the pool holds {pool}"
     assert snap['used_blocks'] == bm.num_used_blocks, \

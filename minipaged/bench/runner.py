@@ -29,6 +29,7 @@ def plan_record(batch: ScheduledBatch) -> dict:
     return dict(tokens=batch.num_batched_tokens, prefill_tokens=batch.num_prefill_tokens,
                 decodes=batch.num_decodes, seqs=len(batch.requests), max_q=max(ns, default=0),
                 max_context=max((p + n for p, n in zip(batch.start_positions, ns)), default=0),
+                guess_tokens=batch.num_guess_tokens,
                 preempted=len(batch.preempted), rejected=len(batch.rejected),
                 running=batch.num_running, waiting=batch.num_waiting,
                 limit=None if stop in (None, AdmissionStop.QUEUE_EMPTY) else stop.value)

@@ -136,17 +136,26 @@ def workspace_bytes(self) -> int:
     return 256 * MiB if self.device.type == 'cuda' else 0
 
 # %% ../../nbs/08_engine.ipynb #a2832dd3
+def _speculation_terms(spec) -> tuple[int, object]:
+    "What guessing adds to the budget (chapter 11): the guesses per request, and the draft model's shape"
+    if spec is None: return 0, None
+    if spec.method != 'draft_model': return spec.num_speculative_tokens, None
+    from minipaged.engine.speculative import draft_shape
+    return spec.num_speculative_tokens, draft_shape(spec.model)
+
 @patch_to(LLM)
 def _blocks_from_budget(self, cfg: EngineConfig) -> int:
-    "The blocks of `cfg.block_size` slots that chapter 00's budget leaves for the KV pool"
+    "The blocks of `cfg.block_size` slots that chapter 00's budget leaves for the KV pool (and the draft's)"
     cuda = self.device.type == 'cuda'
     default = torch.cuda.get_device_properties(self.device).total_memory if cuda else 256 * MiB
     memory_bytes = cfg.memory_bytes or default
     s, B, L = self.config.shape, cfg.block_size, cfg.max_model_len
+    k, draft = _speculation_terms(cfg.speculative_config)
     self.budget = capacity(s, memory_bytes, [L], block_size=B, max_model_len=L,
                            max_num_batched_tokens=cfg.max_num_batched_tokens,
-                           workspace_bytes=self.workspace_bytes)
-    n = int(self.budget.kv_pool_bytes // (B * s.kv_bytes_per_token))
+                           workspace_bytes=self.workspace_bytes, speculative_tokens=k, draft=draft)
+    per_token = s.kv_bytes_per_token + (draft.kv_bytes_per_token if draft is not None else 0)
+    n = int(self.budget.kv_pool_bytes // (B * per_token))     # a draft's pool has as many blocks as ours
     if n < 1:                                                  # one line: the CLI prints it as its error
         terms = ', '.join(f"{k} {fmt_bytes(v)}" for k, v in self.budget.fixed.items())
         raise ValueError(f"memory_bytes: {fmt_bytes(memory_bytes)} leaves no room for one KV block after "

@@ -118,8 +118,16 @@ def add(self, req: Request, n: int, copies=()):
 @patch_to(ScheduledBatch, as_prop=True)
 def num_batched_tokens(self) -> int: return sum(self.num_new_tokens)
 @patch_to(ScheduledBatch, as_prop=True)
-def num_prefill_tokens(self) -> int: return sum(n for n in self.num_new_tokens if n > 1)
+def _verify_rows(self) -> range:
+    return range(self.num_decode_rows, self.num_decode_rows + self.num_verify_rows)
 @patch_to(ScheduledBatch, as_prop=True)
-def num_decodes(self) -> int: return sum(1 for n in self.num_new_tokens if n == 1)
+def num_prefill_tokens(self) -> int:
+    "Tokens of rows that compute several (prompt chunks; not the rows that verify guesses, chapter 11)"
+    v = self._verify_rows
+    return sum(n for i, n in enumerate(self.num_new_tokens) if n > 1 and i not in v)
+@patch_to(ScheduledBatch, as_prop=True)
+def num_decodes(self) -> int: return sum(1 for n in self.num_new_tokens if n == 1) + self.num_verify_rows
+@patch_to(ScheduledBatch, as_prop=True)
+def num_guess_tokens(self) -> int: return sum(self.num_new_tokens[i] - 1 for i in self._verify_rows)
 @patch_to(ScheduledBatch)
 def __len__(self): return len(self.requests)
