@@ -2,7 +2,8 @@
 engine without guessing for both methods, k = 1..8, block sizes 1/4/16, prefix sharing, n > 1, preemption in a
 starved pool, chunked prefill, cancellation mid-verification; stop strings and logprobs; no block leaked in
 either pool, and no rejected guess ever a prefix-cache hit."""
-import pytest, torch
+from dataclasses import replace
+import pytest
 from minipaged import LLM, SamplingParams
 from minipaged.engine.model import random_model
 from minipaged.engine.model_config import tiny_config
@@ -39,32 +40,34 @@ def assert_drained(llm):
         assert bm.num_used_blocks == 0, 'a block is still referenced after every request ended'
 
 
+def same_as_plain(llm, params, prompts=PROMPTS) -> list:
+    "Serve `prompts` with `llm` and with the same engine without guessing: equal tokens, both pools drained"
+    want, _ = run(LLM(llm.model, config=replace(llm.engine_config, speculative_config=None)), params, prompts)
+    got, outs = run(llm, params, prompts)
+    assert got == want
+    assert_drained(llm)
+    return outs
+
+
 @pytest.mark.parametrize('method', ['ngram', 'draft_model'])
 @pytest.mark.parametrize('k', [1, 3, 8])
 @pytest.mark.parametrize('block_size', [1, 4, 16])
 def test_greedy_identical(method, k, block_size):
     params = SamplingParams(temperature=0, max_tokens=24, n=2 if k == 3 else 1)
     kw = dict(block_size=block_size, num_blocks=2048 // block_size)
-    want, _ = run(LLM(TARGET, **kw), params)
     # a draft that rejects nearly everything, or (block size 4) the target itself, which accepts everything
     extra = dict(model=TARGET) if method == 'draft_model' and block_size == 4 else {}
-    llm = LLM(TARGET, speculative_config=spec(method, k, **extra), **kw)
-    got, outs = run(llm, params)
-    assert got == want
+    outs = same_as_plain(LLM(TARGET, speculative_config=spec(method, k, **extra), **kw), params)
     assert sum(o.metrics['num_spec_proposed'] for o in outs) > 0
-    assert_drained(llm)
 
 
 @pytest.mark.parametrize('method', ['ngram', 'draft_model'])
 def test_starved_pool_chunked_prefill(method):
     "A pool that preempts and a 7-token budget that chunks every prompt: still the same tokens"
-    params = SamplingParams(temperature=0, max_tokens=30)
     kw = dict(block_size=4, num_blocks=18, max_num_batched_tokens=7, max_model_len=64)
-    want, _ = run(LLM(TARGET, **kw), params)
     llm = LLM(TARGET, speculative_config=spec(method, 4), **kw)
-    got, _ = run(llm, params)
-    assert got == want and llm.scheduler.counters['preemptions'] > 0
-    assert_drained(llm)
+    same_as_plain(llm, SamplingParams(temperature=0, max_tokens=30))
+    assert llm.scheduler.counters['preemptions'] > 0
 
 
 def test_trained_model_greedy_identical():
@@ -157,21 +160,14 @@ def test_bad_config():
 
 def test_decodes_left_out_of_a_step():
     "More decoding samples than the token budget: some are not scheduled, and their draft has nothing new"
-    make = lambda spec_cfg: LLM(TARGET, block_size=4, num_blocks=128, max_num_seqs=4, max_num_batched_tokens=2,
-                                speculative_config=spec_cfg)
-    params = SamplingParams(temperature=0, max_tokens=16, n=4)
-    want, _ = run(make(None), params, [[5, 6, 7, 8, 5, 6, 7]])
-    llm = make(spec('draft_model', 3, model=TARGET))
-    got, _ = run(llm, params, [[5, 6, 7, 8, 5, 6, 7]])
-    assert got == want
-    assert_drained(llm)
+    llm = LLM(TARGET, block_size=4, num_blocks=128, max_num_seqs=4, max_num_batched_tokens=2,
+              speculative_config=spec('draft_model', 3, model=TARGET))
+    same_as_plain(llm, SamplingParams(temperature=0, max_tokens=16, n=4), [[5, 6, 7, 8, 5, 6, 7]])
 
 
 def test_draft_failure_costs_only_guesses():
     "The draft model raising once: that step guesses nothing, the engine goes on, the tokens are unchanged"
     draft = random_model(tiny_config(), seed=0)
-    params = SamplingParams(temperature=0, max_tokens=20)
-    want, _ = run(LLM(TARGET, block_size=4, num_blocks=128), params)
     llm = LLM(TARGET, block_size=4, num_blocks=128, speculative_config=spec('draft_model', 3, model=draft))
     forward, calls = draft.forward, []
     def flaky(*a, **kw):
@@ -179,7 +175,6 @@ def test_draft_failure_costs_only_guesses():
         if len(calls) == 2: raise RuntimeError('injected: draft failed')
         return forward(*a, **kw)
     draft.forward = flaky
-    got, outs = run(llm, params)
-    assert got == want and llm.speculator.stats['failures'] == 1
+    outs = same_as_plain(llm, SamplingParams(temperature=0, max_tokens=20))
+    assert llm.speculator.stats['failures'] == 1
     assert sum(o.metrics['num_spec_accepted'] for o in outs) > 0      # it guessed again after the failure
-    assert_drained(llm)
