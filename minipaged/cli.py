@@ -221,7 +221,7 @@ def _sample_json(c, params) -> dict:
 def cmd_generate(a) -> dict:
     "Generate text from the checkpoint MODEL for PROMPT, streamed as it is produced (--json: one object)"
     params, llm = _sampling_from_flags(a), _engine_from_flags(a)
-    prompt = llm._chat_prompt([{'role': 'user', 'content': a.prompt}], None, True) if a.chat else a.prompt
+    prompt = llm.chat_prompt([{'role': 'user', 'content': a.prompt}], None, True) if a.chat else a.prompt
     write = None if a.json or params.n > 1 else (lambda s: (sys.stdout.write(s), sys.stdout.flush()))
     out, timings = _stream(llm, prompt, params, write)
     samples = [_sample_json(c, params) for c in out.outputs]
@@ -311,15 +311,28 @@ def _add_bench_parser(sub, argv: list[str] | None) -> argparse.ArgumentParser:
         add_bench_arguments(bench); bench.set_defaults(func=run_bench_cli, show=lambda r: None)
     return bench
 
+# %% ../nbs/90_cli.ipynb #0ef8d7f5
+def _add_serve_parser(sub, argv: list[str] | None) -> argparse.ArgumentParser:
+    "The `serve` subcommand (chapter 12); its options are loaded only when `argv` is None or `serve ...`"
+    serve = sub.add_parser('serve', help='an OpenAI-compatible HTTP server for a checkpoint (chapter 12)',
+                           description='Serve MODEL over HTTP: /v1/completions, /v1/chat/completions, '
+                                       '/v1/models, /health, /metrics')
+    if argv is None or argv[:1] == ['serve']:       # its options import the bench's engine flags
+        from minipaged.serve.cli import add_serve_arguments, run_serve_cli
+        add_serve_arguments(serve); serve.set_defaults(func=run_serve_cli, show=lambda r: None)
+    return serve
+
 # %% ../nbs/90_cli.ipynb #b7ec4e8d
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The `minipaged` parser: one subcommand per headline computation, and `generate` (`argv` decides
-    whether `bench`'s options are loaded)"""
+    """The `minipaged` parser: one subcommand per headline computation, `generate` and `serve` (`argv` decides
+    whether the options of `bench` and `serve` are loaded)"""
     p = _Parser(prog='minipaged',
                 description='minipaged: the memory machinery of LLM serving, as a course and a library')
-    sub = p.add_subparsers(dest='command', required=True, metavar='{kv,paging,report,bench,generate,train}')
+    sub = p.add_subparsers(dest='command', required=True,
+                           metavar='{kv,paging,report,bench,serve,generate,train}')
     kv, pg, rp = _add_kv_parser(sub), _add_paging_parser(sub), _add_report_parser(sub)
     bench, gen = _add_bench_parser(sub, argv), _add_generate_parser(sub)
+    _add_serve_parser(sub, argv)                     # serves until interrupted: no --json
     for s in (kv, pg, rp, bench, gen):
         s.add_argument('--json', action='store_true', help='print JSON for a program instead of a table')
     kv.set_defaults(func=cmd_kv, show=_print_kv)
@@ -360,7 +373,7 @@ def main(argv=None) -> int:
     except ValueError as e: return _fail(a, e)
     # a file that cannot be read
     except OSError as e: return _fail(a, f"{e.strerror or e}" + (f": {e.filename}" if e.filename else ''))
-    if a.json: print(json.dumps(res, indent=2))
+    if getattr(a, 'json', False): print(json.dumps(res, indent=2))
     else: a.show(res)
     # results written, but they say the run failed
     if res.get('error'): return _fail(a, res['error'])

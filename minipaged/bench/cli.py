@@ -99,6 +99,13 @@ def _add_run_arguments(p) -> None:
                    help="requests in the ablations' burst (default 48)")
     p.add_argument('--out', default='bench_results', help='results folder (default ./bench_results)')
     p.add_argument('--no-progress', action='store_true', help='no progress bar')
+    # chapter 12: the same workload against a running server
+    p.add_argument('--url', help='send the workload to the OpenAI-compatible server at URL '
+                                 '(`minipaged serve`) instead of serving it in-process')
+    p.add_argument('--api-key', default=os.environ.get('MINIPAGED_API_KEY'),
+                   help="with --url: the server's API key (default: $MINIPAGED_API_KEY)")
+    p.add_argument('--max-concurrency', type=int,
+                   help='with --url: most requests in flight at once (default: no limit)')
 
 # %% ../../nbs/09_serving_benchmark.ipynb #5ee739e7
 def add_bench_arguments(p) -> None:
@@ -377,9 +384,10 @@ def print_bench(result: dict) -> None:
     print(format_rows([dict(repetition=i, **_cells(s, BENCH_COLUMNS))
                        for i, s in enumerate(result['summaries'])]))
     if result['spread']: print(format_rows([_cells(r, r) for r in result['spread']]))
-    print('\nKV high-water mark:')
-    print(format_rows([dict(term=r['term'], slots=r['slots'], bytes=fmt_bytes(r['bytes']),
-                            share_of_pool=r['share_of_pool']) for r in result['kv_high_water']]))
+    if result.get('kv_high_water'):                  # not over HTTP (chapter 12): the steps are the server's
+        print('\nKV high-water mark:')
+        print(format_rows([dict(term=r['term'], slots=r['slots'], bytes=fmt_bytes(r['bytes']),
+                                share_of_pool=r['share_of_pool']) for r in result['kv_high_water']]))
     if 'ablations' in result:
         print('\nablations:')
         print(format_rows([_cells(r, _ABLATION_COLUMNS) for r in result['ablations']['table']]))
@@ -400,6 +408,9 @@ def run_bench_cli(args) -> dict:
     """`minipaged bench`: serve a declared workload, print the metrics table, write the results folder;
     returns the results"""
     import matplotlib; matplotlib.use('Agg')
+    if getattr(args, 'url', None):                   # over HTTP (chapter 12): the server runs the engine
+        from minipaged.serve.client import run_http_bench
+        return run_http_bench(args)
     workload, slo, engine = _bench_options(args)
     quiet = bool(getattr(args, 'json', False))
     threads = getattr(args, 'threads', None) or (None if getattr(args, 'model', None) else 1)

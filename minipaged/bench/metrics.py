@@ -33,9 +33,10 @@ class RequestRecord:
 
 # %% ../../nbs/09_serving_benchmark.ipynb #f4aa2bd5
 def request_latencies(r: RequestRecord) -> dict:
-    "TTFT, TPOT (None for a single token), E2E and the inter-token gaps of one record, in seconds"
+    """TTFT, TPOT (None for a single token), E2E and the inter-token gaps of one record, in seconds; TPOT
+    spreads E2E - TTFT over the output tokens (as `vllm bench serve`: over HTTP a chunk may carry several)"""
     if not r.token_times: return dict(ttft=None, tpot=None, e2e=None, itl=[])
-    ttft, e2e, n = r.token_times[0] - r.arrival, r.token_times[-1] - r.arrival, len(r.token_times)
+    ttft, e2e, n = r.token_times[0] - r.arrival, r.token_times[-1] - r.arrival, r.output_len
     return dict(ttft=ttft, tpot=(e2e - ttft) / (n - 1) if n > 1 else None, e2e=e2e,
                 itl=np.diff(r.token_times).tolist())
 

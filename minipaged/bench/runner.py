@@ -20,7 +20,8 @@ from .metrics import RequestRecord, SLO, summarize
 from .workload import RequestSpec, Workload, workload_requests
 
 # %% auto #0
-__all__ = ['SPREAD_KEYS', 'plan_record', 'run_config', 'Run', 'serve', 'run_summary', 'repeat', 'spread']
+__all__ = ['SPREAD_KEYS', 'plan_record', 'run_config', 'Run', 'request_params', 'declared_requests', 'serve', 'run_summary',
+           'repeat', 'spread']
 
 # %% ../../nbs/09_serving_benchmark.ipynb #c68bab39
 def plan_record(batch: ScheduledBatch) -> dict:
@@ -59,7 +60,7 @@ class Run:
     memory_baseline: int | None = None
 
 # %% ../../nbs/09_serving_benchmark.ipynb #94bd5718
-def _sampling(w: Workload, spec: RequestSpec) -> SamplingParams:
+def request_params(w: Workload, spec: RequestSpec) -> SamplingParams:
     "The sampling parameters of a declared request: its output budget, greedy or seeded, the stop rule"
     return SamplingParams(max_tokens=spec.max_tokens, temperature=w.temperature, seed=w.seed + spec.index,
                           ignore_eos=w.ignore_eos,
@@ -68,7 +69,7 @@ def _sampling(w: Workload, spec: RequestSpec) -> SamplingParams:
 # %% ../../nbs/09_serving_benchmark.ipynb #57e54b51
 def _submit(llm: LLM, w: Workload, s: RequestSpec, t0: float) -> RequestRecord | None:
     "Submit `s` stamped with its arrival time; None, or its failed record if the engine refuses it"
-    try: llm.add_request(s.prompt, _sampling(w, s), request_id=s.index, arrival_time=t0 + s.arrival)
+    try: llm.add_request(s.prompt, request_params(w, s), request_id=s.index, arrival_time=t0 + s.arrival)
     except ValueError as e:
         return RequestRecord(s.index, len(s.prompt), 0, s.arrival, [], 'failed', None,
                              shared_prefix=s.shared_prefix, reason=str(e))
@@ -119,7 +120,7 @@ def _record(out, spec: RequestSpec, t0: float) -> RequestRecord:
                          m.get('reject_reason'), spec.text, c.text)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #cca68cd1
-def _schedule(workload: Workload, vocab_size: int, encode=None) -> tuple[dict, list, list]:
+def declared_requests(workload: Workload, vocab_size: int, encode=None) -> tuple[dict, list, list]:
     "The declared requests {index: spec}, the specs in arrival order, the (time, index) cancellations"
     specs = {s.index: s for s in workload_requests(workload, vocab_size, encode)}
     order = sorted(specs.values(), key=lambda s: (s.arrival, s.index))
@@ -159,7 +160,7 @@ def _encoder(llm: LLM):
 def serve(llm: LLM, workload: Workload, memory: ProcessMemory | None = None, progress=None) -> Run:
     """Serve `workload` on `llm` in real time; record every request and, after every step, the plan, the KV
     terms and the process memory"""
-    specs, order, cancels = _schedule(workload, llm.config.shape.vocab_size, _encoder(llm))
+    specs, order, cancels = declared_requests(workload, llm.config.shape.vocab_size, _encoder(llm))
     counters0, bm0 = _warm_up(llm)
     records, steps, live, seen, high_water, i = {}, [], set(), {}, None, 0
     baseline = memory.current() if memory else None

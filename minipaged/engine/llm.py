@@ -763,12 +763,17 @@ def step(self, partial: bool = True) -> list[RequestOutput]:
 
 # %% ../../nbs/08_engine.ipynb #e12e8368
 @patch_to(LLM)
-def abort(self, request_id) -> None:
-    "Cancel a request (all its samples) in any state; its blocks are released at once"
+def abort(self, request_id, error: str | None = None) -> None:
+    """Cancel a request (all its samples) in any state; its blocks are released at once. With an `error`, it
+    ends 'aborted' with that error (the caller gave up on it) instead of 'cancelled'"""
     if not _is_id(request_id) or request_id not in self._groups:   # True is not 1 here
         raise ValueError(f"request_id {request_id!r} is not an unfinished request")
+    if not (error is None or isinstance(error, str)):
+        raise ValueError(f"error must be a string or None, got {type(error).__name__}")
+    reason = FinishReason.CANCELLED if error is None else FinishReason.ABORTED
     for r in self._groups[request_id]['samples']:
-        if not r.finished: self.scheduler.abort(r.request_id, time.perf_counter())
+        if not r.finished: self.scheduler.abort(r.request_id, time.perf_counter(), reason, error)
+
 
 # %% ../../nbs/08_engine.ipynb #7493a7cf
 @patch_to(LLM)
@@ -854,8 +859,10 @@ def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParam
 
 # %% ../../nbs/08_engine.ipynb #17c46b91
 @patch_to(LLM)
-def _chat_prompt(self, messages, chat_template: str | None, add_generation_prompt: bool) -> dict:
-    "One conversation as a prompt dict: the rendered text and its ids (no special tokens added again)"
+def chat_prompt(self, messages, chat_template: str | None = None,
+                add_generation_prompt: bool = True) -> dict:
+    """One conversation as a prompt dict: the rendered text and its ids (no special tokens added again); the
+    prompt `chat` submits, and chapter 12's server"""
     tok = self.tokenizer
     if tok is None: raise ValueError("chat needs a tokenizer, and this model has none")
     if not (chat_template is None or isinstance(chat_template, str)):
@@ -880,6 +887,6 @@ def chat(self, messages, sampling_params: SamplingParams | list[SamplingParams] 
     check_bool('add_generation_prompt', add_generation_prompt)
     prompts = []
     for i, conv in enumerate(messages if many else [messages]):
-        try: prompts.append(self._chat_prompt(conv, chat_template, add_generation_prompt))
+        try: prompts.append(self.chat_prompt(conv, chat_template, add_generation_prompt))
         except ValueError as x: raise ValueError(f"messages[{i}]: {x}" if many else str(x)) from None
     return self.generate(prompts, sampling_params, use_tqdm)
