@@ -178,7 +178,44 @@ def speculative(r: dict) -> dict:
                         "requests, so its rows there differ from off by run-to-run noise only")
 
 
-SUMMARIES = dict(speculative=speculative, engine_cpu=engine_cpu, trained_model=trained_model, chapter_times=chapter_times, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
+def http_overhead(r: dict) -> dict:
+    "HTTP against in-process: throughput ratio and the latency HTTP adds, medians of interleaved rounds"
+    m, d, w = r['medians'], r['difference'], r['workload']
+    return dict(what=f"`minipaged serve` over HTTP (chapter 12) against chapter 09's in-process runner: "
+                     f"{w['num_requests']} requests, Poisson at {w['rate']:g}/s, `pylm`'s code prompts, "
+                     f"{r['threads']} torch thread, the server in its own process",
+                result=f"output tok/s {m['HTTP']['output_throughput']:.1f} vs {m['in-process']['output_throughput']:.1f}"
+                       f" (×{d['throughput_ratio']:.3f}); TTFT p50 {m['HTTP']['ttft_median_ms']:.1f} vs "
+                       f"{m['in-process']['ttft_median_ms']:.1f} ms (+{d['ttft_p50_added_ms']:.1f} ms); ITL p50 "
+                       f"+{d['itl_p50_added_ms']:.1f} ms; one request on an idle engine: TTFT "
+                       f"{r['idle_ttft']['http_ms']:.1f} vs {r['idle_ttft']['in_process_ms']:.1f} ms; CPU s per run: "
+                       f"server {m['HTTP']['cpu_s']:.1f} + client {m['HTTP']['client_cpu_s']:.1f} vs "
+                       f"{m['in-process']['cpu_s']:.1f}; same texts: {r['identical']}; blocks left in use: "
+                       f"{r['leaked_blocks']:g}",
+                against=f"the same engine settings in-process, same workload, {r['repeats']} interleaved rounds, "
+                        "medians; the cause of the added latency is in the notes")
+
+
+def http_load(r: dict) -> dict:
+    "The bounded load test: nothing lost, duplicated, leaked or mixed up; memory; latency"
+    lat, rss = r['latency_ms'], r['rss_mib']
+    growth = r['rss_growth_after_first_quarter']
+    return dict(what=f"Load test of `minipaged serve` (chapter 12): {r['requests']} requests, at most "
+                     f"{r['concurrency']} in flight, Poisson at {r['rate']:g}/s, 10% of clients disconnecting early",
+                result=f"{r['distinct']} distinct records, server counted {r['server_finished_total']} finished "
+                       f"(with the client's warm-up request) "
+                       f"({', '.join(f'{k} {v}' for k, v in r['server_finished'].items())}); "
+                       f"{len(r['wrong_texts'])} of {r['compared']} completed texts differ from `LLM.generate`; "
+                       f"left after: {r['leaked']['kv_blocks_used']:g} blocks used, {r['leaked']['running']:g} "
+                       f"running; RSS {rss['after_first_quarter']:.0f} → {rss['end']:.0f} MiB "
+                       f"({growth:+.1%}) after the first quarter; TTFT p50/p99 {lat['ttft_median_ms']:.0f}/"
+                       f"{lat['ttft_p99_ms']:.0f} ms, ITL p50/p99 {lat['itl_median_ms']:.1f}/{lat['itl_p99_ms']:.1f} ms; "
+                       f"{r['output_throughput']:.0f} output tok/s",
+                against="its own invariants: one answer per request, the greedy text of its own prompt, no block "
+                        "referenced afterwards")
+
+
+SUMMARIES = dict(http_overhead=http_overhead, http_load=http_load, speculative=speculative, engine_cpu=engine_cpu, trained_model=trained_model, chapter_times=chapter_times, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
                  soak=soak, attention_cpu=attention_cpu, attention_gpu=attention_gpu,
                  side_by_side=side_by_side)
 
@@ -214,7 +251,7 @@ def table_row(path: Path) -> str:
 
 def unmeasured(records: list[dict]) -> list[str]:
     "Benchmark scripts that no result file came from"
-    measured = {script_name(r) for r in records} | {'harness', 'side_by_side'}
+    measured = {script_name(r) for r in records} | {'harness', 'side_by_side', 'http_common'}
     return sorted(p.stem for p in (ROOT / 'benchmarks').glob('*.py') if p.stem not in measured)
 
 
@@ -245,6 +282,12 @@ fields and the BENCHMARKS.md of that day; what was not recorded (the commit, for
   `mark_computed`'s time is included in the average, which therefore over-counts the time per operation.
 - The soak rows: RSS is the resident set (`/proc/self/statm`) after `gc.collect()`. The steady run is the leak
   test; in the overload run the queue grows, and the RSS with it (each waiting request holds its prompt).
+- The HTTP rows (chapter 12): `minipaged serve` runs in a process of its own, the client in the benchmark's, on
+  the same two cores as the engine. Most of the TTFT HTTP adds is a fixed cost per request, measured on an idle
+  engine (`idle_ttft` in http_overhead.json): the request's trip through uvicorn and FastAPI, JSON both ways,
+  and the event loop's Python taking turns with the worker thread at the interpreter lock. The rest is
+  contention under load: the server's and the client's CPU seconds are in the file. Running the engine in a
+  process of its own, as vLLM does, would take the lock out of it.
 - The serving benchmark (`minipaged bench --out bench_results`) writes `bench_results/summary.json`, which is
   not kept here, so it has no row. Its last recorded run (2026-11-29, the default workload: 200 requests,
   Poisson at 4/s, tiny model, 1 thread): 200 completed, 3.99 requests/s, 169.1 output tok/s, goodput 100%,

@@ -8,7 +8,7 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['error_response', 'read_json', 'require_key', 'disconnected', 'stream_events', 'collect', 'answer', 'completions', 'chat_completions', 'models', 'health', 'metrics', 'build_app', 'ServerThread']
 
-# %% ../../nbs/12_online_serving.ipynb #50e7002a
+# %% ../../nbs/12_online_serving.ipynb #8c283df6
 import asyncio, hmac, json, time, uuid
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -16,7 +16,7 @@ from .protocol import APIError, chat_job, completion_job, Job
 from .responses import Answer, sse
 from .worker import AsyncEngine
 
-# %% ../../nbs/12_online_serving.ipynb #edf00c6f
+# %% ../../nbs/12_online_serving.ipynb #13458402
 def error_response(e: APIError) -> JSONResponse:
     "The JSON response of an APIError: its status and OpenAI error body (a 503 says when to retry)"
     headers = {'Retry-After': '1'} if e.status == 503 else None
@@ -26,14 +26,14 @@ async def _api_error(request: Request, e: APIError) -> JSONResponse:
     request.app.state.engine.metrics.count(f'http_{e.status}')
     return error_response(e)
 
-# %% ../../nbs/12_online_serving.ipynb #8b02e908
+# %% ../../nbs/12_online_serving.ipynb #46eb9de5
 async def read_json(request: Request):
     "The request body as JSON, or a 400 saying why it is not"
     try: return json.loads(await request.body())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise APIError(400, f"the request body is not valid JSON: {e}") from None
 
-# %% ../../nbs/12_online_serving.ipynb #4085d562
+# %% ../../nbs/12_online_serving.ipynb #140a8930
 def require_key(request: Request) -> None:
     "A 401 unless the request carries the server's API key (when it has one)"
     key = request.app.state.api_key
@@ -42,7 +42,7 @@ def require_key(request: Request) -> None:
     if not hmac.compare_digest(given.encode(), f'Bearer {key}'.encode()):
         raise APIError(401, "invalid or missing API key: send the header 'Authorization: Bearer <key>'")
 
-# %% ../../nbs/12_online_serving.ipynb #f117a2d0
+# %% ../../nbs/12_online_serving.ipynb #6eb37ee2
 async def disconnected(request: Request) -> None:
     "Return when the client has closed its connection"
     while (await request.receive())['type'] != 'http.disconnect': pass
@@ -64,7 +64,7 @@ async def stream_events(engine: AsyncEngine, ans: Answer, outputs: asyncio.Queue
     finally:
         if not ans.done: engine.abort(ans.unfinished())
 
-# %% ../../nbs/12_online_serving.ipynb #03f58683
+# %% ../../nbs/12_online_serving.ipynb #81014813
 async def collect(request: Request, engine: AsyncEngine, ans: Answer, outputs: asyncio.Queue) -> Response:
     "The whole answer as one JSON body; if the client leaves first, its engine requests are cancelled"
     async def finals():
@@ -78,7 +78,7 @@ async def collect(request: Request, engine: AsyncEngine, ans: Answer, outputs: a
     if ans.errors: raise ans.errors[0]
     return JSONResponse(ans.body())
 
-# %% ../../nbs/12_online_serving.ipynb #0446f61d
+# %% ../../nbs/12_online_serving.ipynb #021578e8
 async def answer(request: Request, job: Job) -> Response:
     "Submit a checked Job to the worker; its answer, streamed or whole"
     s = request.app.state
@@ -102,7 +102,7 @@ async def chat_completions(request: Request) -> Response:
     job = chat_job(await read_json(request), s.model_name, render, s.engine.llm.engine_config.max_model_len)
     return await answer(request, job)
 
-# %% ../../nbs/12_online_serving.ipynb #54004df8
+# %% ../../nbs/12_online_serving.ipynb #d12b6d62
 async def models(request: Request) -> dict:
     "GET /v1/models: the one model served"
     s = request.app.state
@@ -121,7 +121,7 @@ async def metrics(request: Request) -> Response:
     return Response(request.app.state.engine.metrics.render(),
                     media_type='text/plain; version=0.0.4; charset=utf-8')
 
-# %% ../../nbs/12_online_serving.ipynb #71ac1dcc
+# %% ../../nbs/12_online_serving.ipynb #f322f5b6
 def build_app(engine: AsyncEngine, model_name: str, api_key: str | None = None,
               chat_template: str | None = None) -> FastAPI:
     "The FastAPI application serving `engine` as `model_name`; its lifespan starts and stops the worker"
@@ -141,7 +141,7 @@ def build_app(engine: AsyncEngine, model_name: str, api_key: str | None = None,
     app.get('/health')(health); app.get('/metrics')(metrics)
     return app
 
-# %% ../../nbs/12_online_serving.ipynb #2b849de1
+# %% ../../nbs/12_online_serving.ipynb #996f6095
 class ServerThread:
     "A uvicorn server for `app` on a background thread; `url` once started (port 0: a free one)"
     def __init__(self, app, host: str = '127.0.0.1', port: int = 0, log_level: str = 'warning'):

@@ -8,12 +8,12 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['TTFT_BUCKETS', 'ITL_BUCKETS', 'E2E_BUCKETS', 'PREFIX', 'GAUGES', 'COUNTERS', 'Histogram', 'ServerMetrics', 'resident_bytes']
 
-# %% ../../nbs/12_online_serving.ipynb #6e4f547d
+# %% ../../nbs/12_online_serving.ipynb #29812e3b
 import bisect, math, os, threading
 from collections import Counter
 from ..utils import patch_to
 
-# %% ../../nbs/12_online_serving.ipynb #9936a548
+# %% ../../nbs/12_online_serving.ipynb #113715d5
 class Histogram:
     "Observations counted per bucket (at or below each bound), their sum and count, as Prometheus reads them"
     def __init__(self, bounds):
@@ -32,7 +32,7 @@ class Histogram:
         tail = f'{{{labels}}}' if labels else ''
         return out + [f'{name}_sum{tail} {self.sum!r}', f'{name}_count{tail} {self.count}']
 
-# %% ../../nbs/12_online_serving.ipynb #e796f9c5
+# %% ../../nbs/12_online_serving.ipynb #2febc56f
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                 20.0, 40.0, 80.0)
 ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
@@ -44,7 +44,7 @@ def _labels(d: dict) -> str:
     esc = lambda v: str(v).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
     return ','.join(f'{k}="{esc(v)}"' for k, v in d.items())
 
-# %% ../../nbs/12_online_serving.ipynb #e24464ae
+# %% ../../nbs/12_online_serving.ipynb #b444240b
 class ServerMetrics:
     "Everything /metrics reports: the worker writes it, the HTTP handler renders it, under one lock"
     def __init__(self, info: dict | None = None):
@@ -59,7 +59,7 @@ class ServerMetrics:
     def count(self, name: str, n: int = 1) -> None:
         with self.lock: self.counters[name] += n
 
-# %% ../../nbs/12_online_serving.ipynb #27100035
+# %% ../../nbs/12_online_serving.ipynb #9399a63b
 @patch_to(ServerMetrics)
 def observe(self: ServerMetrics, out, reason: str) -> None:
     "Record a finished request: its finish reason, tokens and latencies (the engine's own timestamps)"
@@ -74,7 +74,7 @@ def observe(self: ServerMetrics, out, reason: str) -> None:
         if m.get('finished_time') is not None and m.get('first_token_time') is not None:
             self.e2e.observe(m['finished_time'] - m['arrival_time'])
 
-# %% ../../nbs/12_online_serving.ipynb #19716ca2
+# %% ../../nbs/12_online_serving.ipynb #522a0f81
 GAUGES = dict(num_requests_running='sequences in the running set', num_requests_waiting='requests waiting',
               kv_blocks_used='KV blocks referenced by a request',
               kv_blocks_cached='KV blocks cached, unreferenced', kv_blocks_free='KV blocks free',
@@ -93,11 +93,11 @@ def resident_bytes() -> int | None:
         with open('/proc/self/statm') as f: return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
     except (OSError, ValueError, IndexError): return None
 
-# %% ../../nbs/12_online_serving.ipynb #00eba9b9
+# %% ../../nbs/12_online_serving.ipynb #07ab9787
 def _block(name: str, kind: str, help: str, samples: list[str]) -> list[str]:
     return [f'# HELP {name} {help}', f'# TYPE {name} {kind}'] + samples
 
-# %% ../../nbs/12_online_serving.ipynb #bd9cb479
+# %% ../../nbs/12_online_serving.ipynb #c510f00a
 @patch_to(ServerMetrics)
 def render(self: ServerMetrics) -> str:
     "The whole /metrics page in Prometheus' text format (version 0.0.4)"

@@ -7,12 +7,12 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['FINISH_REASONS', 'sse', 'completion_logprobs', 'chat_logprobs', 'ending_error', 'Answer']
 
-# %% ../../nbs/12_online_serving.ipynb #da99f58d
+# %% ../../nbs/12_online_serving.ipynb #019d3329
 import json, time
 from .protocol import APIError, Job
 from ..utils import patch_to
 
-# %% ../../nbs/12_online_serving.ipynb #9618583e
+# %% ../../nbs/12_online_serving.ipynb #e17f1442
 # how an engine ending reads over HTTP; 'timeout' is the worker's own (a request that ran past its deadline)
 FINISH_REASONS = {'stop': 'stop', 'length': 'length', 'timeout': 'timeout'}
 
@@ -20,7 +20,7 @@ def sse(data) -> bytes:
     "One server-sent event carrying `data`: a JSON body, or the closing '[DONE]'"
     return f"data: {data if isinstance(data, str) else json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
-# %% ../../nbs/12_online_serving.ipynb #bb66c5f9
+# %% ../../nbs/12_online_serving.ipynb #4ddba30a
 def completion_logprobs(entries: list[dict], offset: int = 0) -> dict:
     """Completion logprobs of tokens (`{token id: Logprob}` each, sampled first): their texts, logprobs, the
     top tokens' logprobs and where each token's text starts (counting from `offset`)"""
@@ -33,7 +33,7 @@ def completion_logprobs(entries: list[dict], offset: int = 0) -> dict:
         out['text_offset'].append(offset); offset += len(text)
     return out
 
-# %% ../../nbs/12_online_serving.ipynb #656e053e
+# %% ../../nbs/12_online_serving.ipynb #8a29349d
 def _token_record(lp) -> dict:
     text = lp.decoded_token or ''
     return dict(token=text, logprob=lp.logprob, bytes=list(text.encode()))
@@ -44,7 +44,7 @@ def chat_logprobs(entries: list[dict], k: int) -> dict:
     return dict(content=[dict(_token_record(next(iter(e.values()))),
                               top_logprobs=[_token_record(lp) for lp in by_rank(e)]) for e in entries])
 
-# %% ../../nbs/12_online_serving.ipynb #feaa3de0
+# %% ../../nbs/12_online_serving.ipynb #134e2e6e
 def ending_error(c, out) -> APIError | None:
     "The APIError of sample `c` of output `out` if it ended without an answer (rejected, aborted, cancelled)"
     if c.finish_reason == 'rejected':
@@ -54,7 +54,7 @@ def ending_error(c, out) -> APIError | None:
         return APIError(503, f"cancelled: {c.error or 'the server is stopping'}")
     return None
 
-# %% ../../nbs/12_online_serving.ipynb #98db32df
+# %% ../../nbs/12_online_serving.ipynb #b41d9a7f
 class Answer:
     "One request's answer, built from engine outputs: per choice what was sent, the final outputs, the usage"
     def __init__(self, job: Job, id: str, model: str, rids: list):
@@ -70,7 +70,7 @@ class Answer:
     def unfinished(self) -> list: return [rid for rid, i in self.index.items() if i not in self.finals]
     def choice(self, i: int, j: int) -> int: return i * self.job.params.n + j
 
-# %% ../../nbs/12_online_serving.ipynb #14be033b
+# %% ../../nbs/12_online_serving.ipynb #f37890a7
 @patch_to(Answer)
 def _logprobs(self: Answer, c, start: int, chars: int):
     "Sample c's logprobs from its token `start` on, in the endpoint's format (None when not asked for)"
@@ -79,7 +79,7 @@ def _logprobs(self: Answer, c, start: int, chars: int):
     if self.job.kind == 'chat': return chat_logprobs(entries, self.job.params.logprobs)
     return completion_logprobs(entries, chars)
 
-# %% ../../nbs/12_online_serving.ipynb #40638ee6
+# %% ../../nbs/12_online_serving.ipynb #920e1b93
 @patch_to(Answer)
 def _choice(self: Answer, k: int, c, text: str, lps, final: bool) -> dict:
     "Choice k of a chunk (`final`: False) or of the whole body: its text, logprobs and ending"
@@ -90,7 +90,7 @@ def _choice(self: Answer, k: int, c, text: str, lps, final: bool) -> dict:
     role = {} if k in self.sent else {'role': 'assistant'}     # the first delta of a choice says whose it is
     return dict(index=k, delta=role | dict(content=text)) | end
 
-# %% ../../nbs/12_online_serving.ipynb #696624cd
+# %% ../../nbs/12_online_serving.ipynb #6e9096df
 @patch_to(Answer)
 def _delta(self: Answer, k: int, c) -> dict | None:
     "Choice k's chunk entry for what sample c holds beyond what was sent (None: nothing new)"
@@ -98,10 +98,10 @@ def _delta(self: Answer, k: int, c) -> dict | None:
     text = c.text or ''
     if len(text) == chars and len(c.token_ids) <= toks and c.finish_reason not in FINISH_REASONS: return None
     entry = self._choice(k, c, text[chars:], self._logprobs(c, toks, chars), final=False)
-    self.sent[k] = (len(text), max(toks, len(c.token_ids)))
+    self.sent[k] = (len(text), len(c.token_ids))
     return entry
 
-# %% ../../nbs/12_online_serving.ipynb #ec862055
+# %% ../../nbs/12_online_serving.ipynb #8dd0173a
 @patch_to(Answer)
 def update(self: Answer, out) -> list[dict]:
     "Take one engine output; the chunks it adds to a stream (an error body for a sample ended without one)"
@@ -111,12 +111,12 @@ def update(self: Answer, out) -> list[dict]:
     chunks = []
     for c in out.outputs:
         if (error := ending_error(c, out)) is not None:
-            if out.finished and c.index == 0: self.errors.append(error); chunks.append(error.body())
+            if out.finished: self.errors.append(error); chunks.append(error.body())     # once per sample
         elif (entry := self._delta(self.choice(i, c.index), c)) is not None:
             chunks.append(self.chunk([entry]))
     return chunks
 
-# %% ../../nbs/12_online_serving.ipynb #6acf3efc
+# %% ../../nbs/12_online_serving.ipynb #f7bc6b7e
 @patch_to(Answer)
 def usage(self: Answer) -> dict:
     "Prompt tokens (each prompt once), completion tokens sent, their total, and the prompt tokens cached"
@@ -132,7 +132,7 @@ def chunk(self: Answer, choices: list) -> dict:
     body = dict(id=self.id, object=kind, created=self.created, model=self.model, choices=choices)
     return body | (dict(usage=self.usage()) if self.job.continuous_usage else {})
 
-# %% ../../nbs/12_online_serving.ipynb #495c95bd
+# %% ../../nbs/12_online_serving.ipynb #32fcdc4d
 @patch_to(Answer)
 def body(self: Answer) -> dict:
     "The whole answer once every prompt is final: each choice in order, its text, ending, logprobs; the usage"
