@@ -50,7 +50,7 @@ def check_number(name: str, value, low: float | None = None, high: float | None 
     "`value` as a `float` if it is a finite real number (not a bool) in its range, else a `ValueError`"
     try: ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
     except OverflowError: ok = False                            # an int too large for a float
-    too_low = low is not None and (value <= low if low_open else value < low)
+    too_low = ok and low is not None and (value <= low if low_open else value < low)   # only a number
     if not ok or too_low or (high is not None and value > high):
         raise ValueError(f"{name} must be a finite number{_bounds(low, high, low_open)}, got {value!r}")
     return float(value)

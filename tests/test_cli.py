@@ -1,13 +1,26 @@
-"""The `minipaged` console script as a user runs it: a real subprocess, exit codes, one-line errors."""
-import json, os, subprocess, sys
+"""The `minipaged` console script as a user runs it: a real subprocess, exit codes, one-line errors.
+
+The tables of refused inputs run the same `main` in this process (`run_here`): a subprocess would add only the
+start of a Python with torch, seconds each, and the tests above and below start the real script often enough."""
+import contextlib, io, json, os, subprocess, sys
 from pathlib import Path
-import pytest
+import pytest, torch
 
 MINIPAGED = Path(sys.executable).with_name('minipaged')   # the installed console script
 
 def run(*args):
     p = subprocess.run([str(MINIPAGED), *args], capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
+
+def run_here(*args):
+    "(exit code, stdout, stderr) of `minipaged ARGS` run by its `main` in this process"
+    from minipaged.cli import main
+    out, err, threads = io.StringIO(), io.StringIO(), torch.get_num_threads()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try: code = main(list(args))
+        except SystemExit as e: code = e.code
+        finally: torch.set_num_threads(threads)
+    return code, out.getvalue(), err.getvalue()
 
 @pytest.mark.parametrize('sub', ['kv', 'paging', 'report', 'generate'])
 def test_help(sub):
@@ -44,7 +57,7 @@ def test_paging_worked_example():
     (('kv', '--head-dim', 'x'), "invalid int value"),
 ])
 def test_bad_input_exits_2_with_one_line(args, msg):
-    code, out, err = run(*args)
+    code, out, err = run_here(*args)
     assert code == 2 and msg in err
     assert err.count('\n') == 1 and 'Traceback' not in err
 
@@ -98,7 +111,7 @@ def test_bad_workload_file(tmp_path, text, msg):
     f = tmp_path / 'w.json'
     if text is None: f.write_bytes(b'\xff\xfe\x00\x81')
     else: f.write_text(text)
-    code, _, err = run('bench', '--workload', str(f), '--no-progress', '--out', str(tmp_path / 'o'))
+    code, _, err = run_here('bench', '--workload', str(f), '--no-progress', '--out', str(tmp_path / 'o'))
     one_line_error(code, err, '--workload'); assert msg in err
     assert not (tmp_path / 'o').exists()
 
@@ -121,7 +134,7 @@ def test_unreadable_workload(tmp_path, where, msg):
     (('--num-requests', 'four'), "argument --num-requests: invalid int value: 'four'"), (('--rate', 'fast'), "argument --rate: invalid float value"),
     (('--rate',), 'argument --rate: expected one argument'), (('--frobnicate',), 'unrecognized arguments: --frobnicate')])
 def test_bad_bench_option_is_one_line_before_anything_runs(tmp_path, args, named):
-    code, out, err = run('bench', '--num-requests', '4', '--no-progress', '--out', str(tmp_path / 'o'), *args)
+    code, out, err = run_here('bench', '--num-requests', '4', '--no-progress', '--out', str(tmp_path / 'o'), *args)
     one_line_error(code, err, named)
     assert out == '' and not (tmp_path / 'o').exists()
 
@@ -215,7 +228,7 @@ def test_generate_stop_chat_n_and_logprobs(text_ckpt):
                                        (('--max-tokens', 'many'), "invalid int value: 'many'"),
                                        (('--max-tokens', '100000'), 'exceeds the model context')])
 def test_generate_bad_flags_are_one_line(text_ckpt, extra, msg):
-    code, out, err = run('generate', str(text_ckpt), 'Hi', *extra)
+    code, out, err = run_here('generate', str(text_ckpt), 'Hi', *extra)
     assert code == 2 and msg in err and err.count('\n') == 1 and 'Traceback' not in err, err
 
 def test_generate_bad_model_is_one_line(tmp_path, text_ckpt):

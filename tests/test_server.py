@@ -5,13 +5,14 @@ the acceptance list names, concurrency, disconnects (blocks counted), refusals, 
 The server runs on 127.0.0.1 on a free port: a uvicorn thread in this process for most tests (so a test can
 read the engine's block counts directly as well as through /metrics), and `minipaged serve` in a subprocess for
 the command's own tests. Each is stopped when its tests end."""
-import asyncio, json, os, signal, subprocess, sys, time
+import asyncio, contextlib, io, json, os, signal, subprocess, sys, time
 from pathlib import Path
 import httpx, openai, pytest
 from prometheus_client.parser import text_string_to_metric_families
 from minipaged.engine.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.serve.api import build_app, ServerThread
+from minipaged.serve.client import read_metrics
 from minipaged.serve.worker import AsyncEngine
 from minipaged.training.recipe import shipped_model
 
@@ -169,6 +170,7 @@ def test_disconnect_while_waiting_for_a_whole_answer(server):
     (dict(prompt='x', max_tokens=0), 'max_tokens', 'max_tokens must be'),
     (dict(prompt='x', max_tokens='16'), 'max_tokens', 'max_tokens must be'),
     (dict(prompt='x', temperature=-1), 'temperature', 'temperature must be'),
+    (dict(prompt='x', temperature='0.7'), 'temperature', 'temperature must be'),
     (dict(prompt='x', top_p=2), 'top_p', 'top_p must be'),
     (dict(prompt='x', n=0), 'n', 'n must be'),
     (dict(prompt='x', logprobs=50), 'logprobs', 'logprobs must be'),
@@ -192,6 +194,8 @@ def test_bad_json_wrong_model_and_chat_errors(server):
     auth = {'Authorization': f'Bearer {KEY}'}
     r = httpx.post(server.url + '/v1/completions', content=b'{"prompt": ', headers=auth)
     assert r.status_code == 400 and 'not valid JSON' in r.json()['error']['message']
+    r = httpx.post(server.url + '/v1/completions', content=b'[' * 100_000 + b']' * 100_000, headers=auth)
+    assert r.status_code == 400 and 'not valid JSON' in r.json()['error']['message']      # too deep to parse
     r = httpx.post(server.url + '/v1/completions', json=['x'], headers=auth)
     assert r.status_code == 400 and 'JSON object' in r.json()['error']['message']
     r = httpx.post(server.url + '/v1/completions', json=dict(model='gpt-4', prompt='x'), headers=auth)
@@ -200,17 +204,48 @@ def test_bad_json_wrong_model_and_chat_errors(server):
     assert (r.status_code, r.json()['error']['param']) == (400, 'messages')
 
 
-def test_overload_is_503_and_queues_nothing(server, client):
-    server.engine.max_waiting = 1
-    try:
-        with pytest.raises(openai.InternalServerError) as e:
-            client.completions.create(model='pylm', prompt=['a', 'b'], max_tokens=2)
-        assert e.value.status_code == 503 and e.value.response.headers['retry-after'] == '1'
-        assert 'server overloaded' in e.value.body['message']
-        assert server.engine.llm.scheduler.waiting == []
-    finally: server.engine.max_waiting = 64
-    assert metrics(server)['minipaged_requests_refused_total'] >= 1
-    assert client.completions.create(model='pylm', prompt='a', max_tokens=2).usage.completion_tokens == 2
+@pytest.fixture(scope='module')
+def small_server():
+    "A server whose engine runs two sequences at a time and lets two more wait"
+    engine = AsyncEngine(LLM(PYLM, max_num_batched_tokens=256, max_num_seqs=2), max_waiting=2)
+    with ServerThread(build_app(engine, 'pylm')) as s:
+        s.engine = engine
+        yield s
+
+
+def test_overload_is_503_and_queues_nothing(small_server):
+    "Two running, two waiting: a fifth request is refused at once; once the queue drains, it is served"
+    url = small_server.url
+    long = dict(prompt='x', max_tokens=200, ignore_eos=True, stream=True)
+    async def fill_then_ask():
+        async with httpx.AsyncClient(timeout=60) as c:
+            streams = [c.stream('POST', url + '/v1/completions', json=long) for _ in range(4)]
+            for st in streams: await st.__aenter__()
+            for _ in range(500):
+                m = read_metrics((await c.get(url + '/metrics')).text)
+                if m['minipaged_num_requests_waiting'] == 2: break
+                await asyncio.sleep(0.01)
+            refused = await c.post(url + '/v1/completions', json=dict(prompt='y', max_tokens=2))
+            waiting = len(small_server.engine.llm.scheduler.waiting)
+            for st in streams: await st.__aexit__(None, None, None)
+            return refused, waiting
+    refused, waiting = asyncio.run(fill_then_ask())
+    assert refused.status_code == 503 and refused.headers['retry-after'] == '1', refused.text
+    assert 'server overloaded: 2 requests are waiting (at most 2)' in refused.json()['error']['message']
+    assert waiting == 2                                         # the refused one was never queued
+    assert settled(small_server)['minipaged_requests_refused_total'] == 1
+    sync = openai.OpenAI(base_url=url + '/v1', api_key='none', max_retries=0)
+    assert sync.completions.create(model='pylm', prompt='y', max_tokens=2).usage.completion_tokens == 2
+    with pytest.raises(openai.BadRequestError) as e:           # never admissible: 400, not 503
+        sync.completions.create(model='pylm', prompt=['a', 'b', 'c'], max_tokens=2)
+    assert '3 prompts in one request, more than max_waiting (2)' in e.value.body['message']
+
+
+def test_n_streams_end_each_choice_once(client):
+    chunks = list(client.completions.create(model='pylm', prompt='def ', max_tokens=12, n=3, seed=3,
+                                            temperature=1.0, stream=True))
+    ends = [c.choices[0].index for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert sorted(ends) == [0, 1, 2]
 
 
 def test_api_key(server):
@@ -315,6 +350,10 @@ def test_serve_command_interrupt(served_process):
     (['bench', '--url', 'http://127.0.0.1:9', '--block-size', '8'], '--block-size: with --url'),
 ])
 def test_command_errors_are_one_line_and_exit_2(argv, words, tmp_path):
-    r = subprocess.run(CLI + argv + (['--out', str(tmp_path)] if argv[0] == 'bench' else []),
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    "Refused before anything runs (the script's `main` in this process: the subprocess tests above start it)"
+    from minipaged.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(argv + (['--out', str(tmp_path)] if argv[0] == 'bench' else []))
+    err = err.getvalue()
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err

@@ -6,9 +6,9 @@ errors as OpenAI error bodies"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['error_response', 'read_json', 'require_key', 'disconnected', 'stream_events', 'collect', 'answer', 'completions', 'chat_completions', 'models', 'health', 'metrics', 'build_app', 'ServerThread']
+__all__ = ['error_response', 'read_json', 'require_key', 'disconnected', 'stream_events', 'EventStream', 'collect', 'answer', 'completions', 'chat_completions', 'models', 'health', 'metrics', 'build_app', 'ServerThread']
 
-# %% ../../nbs/12_online_serving.ipynb #8c283df6
+# %% ../../nbs/12_online_serving.ipynb #16bf725e
 import asyncio, hmac, json, time, uuid
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -16,24 +16,28 @@ from .protocol import APIError, chat_job, completion_job, Job
 from .responses import Answer, sse
 from .worker import AsyncEngine
 
-# %% ../../nbs/12_online_serving.ipynb #13458402
+# %% ../../nbs/12_online_serving.ipynb #5ec69c15
 def error_response(e: APIError) -> JSONResponse:
     "The JSON response of an APIError: its status and OpenAI error body (a 503 says when to retry)"
     headers = {'Retry-After': '1'} if e.status == 503 else None
     return JSONResponse(e.body(), status_code=e.status, headers=headers)
 
 async def _api_error(request: Request, e: APIError) -> JSONResponse:
-    request.app.state.engine.metrics.count(f'http_{e.status}')
+    request.app.state.engine.metrics.count_error(e.status)
     return error_response(e)
 
-# %% ../../nbs/12_online_serving.ipynb #46eb9de5
+async def _server_error(request: Request, e: Exception) -> JSONResponse:
+    "Anything else a handler raised: a 500 with an OpenAI body (the server logs the traceback)"
+    return await _api_error(request, APIError(500, f"internal error: {type(e).__name__}: {e}"))
+
+# %% ../../nbs/12_online_serving.ipynb #f1cd10cc
 async def read_json(request: Request):
     "The request body as JSON, or a 400 saying why it is not"
     try: return json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise APIError(400, f"the request body is not valid JSON: {e}") from None
+    except (ValueError, RecursionError) as e:         # bad JSON, bad UTF-8, a huge integer, deep nesting
+        raise APIError(400, f"the request body is not valid JSON: {str(e)[:200]}") from None
 
-# %% ../../nbs/12_online_serving.ipynb #140a8930
+# %% ../../nbs/12_online_serving.ipynb #d2a4e231
 def require_key(request: Request) -> None:
     "A 401 unless the request carries the server's API key (when it has one)"
     key = request.app.state.api_key
@@ -42,7 +46,7 @@ def require_key(request: Request) -> None:
     if not hmac.compare_digest(given.encode(), f'Bearer {key}'.encode()):
         raise APIError(401, "invalid or missing API key: send the header 'Authorization: Bearer <key>'")
 
-# %% ../../nbs/12_online_serving.ipynb #6eb37ee2
+# %% ../../nbs/12_online_serving.ipynb #36ad04c6
 async def disconnected(request: Request) -> None:
     "Return when the client has closed its connection"
     while (await request.receive())['type'] != 'http.disconnect': pass
@@ -64,7 +68,19 @@ async def stream_events(engine: AsyncEngine, ans: Answer, outputs: asyncio.Queue
     finally:
         if not ans.done: engine.abort(ans.unfinished())
 
-# %% ../../nbs/12_online_serving.ipynb #81014813
+# %% ../../nbs/12_online_serving.ipynb #7c2911c6
+class EventStream(StreamingResponse):
+    "A server-sent event stream whose engine requests are cancelled when the response ends, however it ends"
+    def __init__(self, events, engine, ans: Answer):
+        super().__init__(events, media_type='text/event-stream', headers={'Cache-Control': 'no-cache'})
+        self.engine, self.ans = engine, ans
+
+    async def __call__(self, scope, receive, send) -> None:
+        try: await super().__call__(scope, receive, send)
+        finally:
+            if not self.ans.done: self.engine.abort(self.ans.unfinished())
+
+# %% ../../nbs/12_online_serving.ipynb #99089246
 async def collect(request: Request, engine: AsyncEngine, ans: Answer, outputs: asyncio.Queue) -> Response:
     "The whole answer as one JSON body; if the client leaves first, its engine requests are cancelled"
     async def finals():
@@ -73,12 +89,14 @@ async def collect(request: Request, engine: AsyncEngine, ans: Answer, outputs: a
     try: await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         gone.cancel()
-        if not work.done(): work.cancel(); engine.abort(ans.unfinished())
+        if not work.done(): work.cancel()
+        if not ans.done: engine.abort(ans.unfinished())           # the client left, or collecting failed
+    if work.done() and not work.cancelled() and work.exception() is not None: raise work.exception()
     if not ans.done: return Response(status_code=499)          # nobody is there to read it
     if ans.errors: raise ans.errors[0]
     return JSONResponse(ans.body())
 
-# %% ../../nbs/12_online_serving.ipynb #021578e8
+# %% ../../nbs/12_online_serving.ipynb #bb29db4f
 async def answer(request: Request, job: Job) -> Response:
     "Submit a checked Job to the worker; its answer, streamed or whole"
     s = request.app.state
@@ -87,8 +105,7 @@ async def answer(request: Request, job: Job) -> Response:
     outputs = await s.engine.submit(rids, job.prompts, job.params, job.cache_salt, job.priority)
     ans = Answer(job, rid, s.model_name, rids)
     if job.stream:
-        return StreamingResponse(stream_events(s.engine, ans, outputs), media_type='text/event-stream',
-                                 headers={'Cache-Control': 'no-cache'})
+        return EventStream(stream_events(s.engine, ans, outputs), s.engine, ans)
     return await collect(request, s.engine, ans, outputs)
 
 async def completions(request: Request) -> Response:
@@ -102,7 +119,7 @@ async def chat_completions(request: Request) -> Response:
     job = chat_job(await read_json(request), s.model_name, render, s.engine.llm.engine_config.max_model_len)
     return await answer(request, job)
 
-# %% ../../nbs/12_online_serving.ipynb #d12b6d62
+# %% ../../nbs/12_online_serving.ipynb #715f0dc3
 async def models(request: Request) -> dict:
     "GET /v1/models: the one model served"
     s = request.app.state
@@ -121,7 +138,7 @@ async def metrics(request: Request) -> Response:
     return Response(request.app.state.engine.metrics.render(),
                     media_type='text/plain; version=0.0.4; charset=utf-8')
 
-# %% ../../nbs/12_online_serving.ipynb #f322f5b6
+# %% ../../nbs/12_online_serving.ipynb #70335de0
 def build_app(engine: AsyncEngine, model_name: str, api_key: str | None = None,
               chat_template: str | None = None) -> FastAPI:
     "The FastAPI application serving `engine` as `model_name`; its lifespan starts and stops the worker"
@@ -133,7 +150,7 @@ def build_app(engine: AsyncEngine, model_name: str, api_key: str | None = None,
     app = FastAPI(title='minipaged', lifespan=lifespan)
     app.state.engine, app.state.model_name, app.state.api_key = engine, model_name, api_key
     app.state.chat_template, app.state.created = chat_template, int(time.time())
-    app.add_exception_handler(APIError, _api_error)
+    app.add_exception_handler(APIError, _api_error); app.add_exception_handler(Exception, _server_error)
     v1 = dict(dependencies=[Depends(require_key)])
     app.post('/v1/completions', **v1)(completions)
     app.post('/v1/chat/completions', **v1)(chat_completions)
@@ -141,7 +158,7 @@ def build_app(engine: AsyncEngine, model_name: str, api_key: str | None = None,
     app.get('/health')(health); app.get('/metrics')(metrics)
     return app
 
-# %% ../../nbs/12_online_serving.ipynb #996f6095
+# %% ../../nbs/12_online_serving.ipynb #b9dba96b
 class ServerThread:
     "A uvicorn server for `app` on a background thread; `url` once started (port 0: a free one)"
     def __init__(self, app, host: str = '127.0.0.1', port: int = 0, log_level: str = 'warning'):

@@ -8,7 +8,7 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['ENGINE_ONLY', 'request_body', 'Timing', 'stream_completion', 'http_record', 'read_metrics', 'serve_http', 'http_summary', 'run_http_bench']
 
-# %% ../../nbs/12_online_serving.ipynb #11c3a8c9
+# %% ../../nbs/12_online_serving.ipynb #752bd8b1
 import asyncio, json, re, time
 from dataclasses import dataclass, field
 from ..bench.metrics import RequestRecord
@@ -16,7 +16,7 @@ from ..bench.runner import declared_requests, request_params, Run
 from ..bench.workload import RequestSpec, Workload
 from ..engine.sampler import SamplingParams
 
-# %% ../../nbs/12_online_serving.ipynb #53f1b155
+# %% ../../nbs/12_online_serving.ipynb #b1670e17
 def request_body(prompt, p: SamplingParams) -> dict:
     "The streamed /v1/completions body of a prompt and its SamplingParams (the usage in a last chunk)"
     body = dict(prompt=prompt, max_tokens=p.max_tokens, temperature=p.temperature, stream=True,
@@ -26,7 +26,7 @@ def request_body(prompt, p: SamplingParams) -> dict:
     if p.stop_token_ids: body['stop_token_ids'] = list(p.stop_token_ids)
     return body
 
-# %% ../../nbs/12_online_serving.ipynb #18a8bc54
+# %% ../../nbs/12_online_serving.ipynb #f7d9151f
 @dataclass
 class Timing:
     "One streamed request as the client saw it: when it was sent, when each chunk of choices came, its usage"
@@ -43,7 +43,7 @@ def _error_message(text: str) -> str:
     try: return json.loads(text)['error']['message']
     except (ValueError, KeyError, TypeError): return text[:300]
 
-# %% ../../nbs/12_online_serving.ipynb #b8611d9f
+# %% ../../nbs/12_online_serving.ipynb #31ca31c3
 def _take_event(t: Timing, data: dict, now: float) -> None:
     "Record one streamed event: an error, a chunk of choices, the usage"
     if 'error' in data:
@@ -54,19 +54,26 @@ def _take_event(t: Timing, data: dict, now: float) -> None:
         t.finish_reason = c.get('finish_reason') or t.finish_reason
     if data.get('usage'): t.usage = data['usage']
 
-async def stream_completion(session, url: str, body: dict, t: Timing, headers: dict | None = None) -> Timing:
-    "POST a streamed completion and fill `t` as its events arrive (an HTTP error: its status and message)"
+async def _read_stream(session, url: str, body: dict, t: Timing, headers) -> None:
     async with session.post(url + '/v1/completions', json=body, headers=headers) as resp:
         if resp.status != 200:
-            t.status, t.error = resp.status, _error_message(await resp.text()); return t
+            t.status, t.error = resp.status, _error_message(await resp.text()); return
         async for raw in resp.content:
             line = raw.strip()
             if not line.startswith(b'data:'): continue
             if (data := line[5:].strip()) == b'[DONE]': break
             _take_event(t, json.loads(data), time.perf_counter())
+
+async def stream_completion(session, url: str, body: dict, t: Timing, headers: dict | None = None) -> Timing:
+    """POST a streamed completion and fill `t` as its events arrive; an HTTP error, a broken connection or a
+    malformed event is this request's error (status 599 for the last two), never the run's"""
+    import aiohttp
+    try: await _read_stream(session, url, body, t, headers)
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as e:
+        t.status, t.error = 599, f"{type(e).__name__}: {e}"
     return t
 
-# %% ../../nbs/12_online_serving.ipynb #94f3681b
+# %% ../../nbs/12_online_serving.ipynb #ac46f129
 def http_record(spec: RequestSpec, t: Timing, t0: float, cancelled: bool = False) -> RequestRecord:
     "The RequestRecord of one request sent over HTTP (times since `t0`)"
     usage = t.usage or {}
@@ -81,7 +88,7 @@ def http_record(spec: RequestSpec, t: Timing, t0: float, cancelled: bool = False
                          (usage.get('prompt_tokens_details') or {}).get('cached_tokens', 0), 0,
                          spec.shared_prefix, t.error, spec.text, t.text)
 
-# %% ../../nbs/12_online_serving.ipynb #6f9c1efe
+# %% ../../nbs/12_online_serving.ipynb #81182449
 async def _one(session, url: str, w: Workload, spec: RequestSpec, t0: float, limit, headers) -> RequestRecord:
     "Send one declared request at its arrival; cancel it (close the connection) at its cancellation time"
     await asyncio.sleep(max(0.0, t0 + spec.arrival - time.perf_counter()))
@@ -95,7 +102,7 @@ async def _one(session, url: str, w: Workload, spec: RequestSpec, t0: float, lim
         except asyncio.TimeoutError: return http_record(spec, t, t0, cancelled=True)
         return http_record(spec, t, t0)
 
-# %% ../../nbs/12_online_serving.ipynb #9856e064
+# %% ../../nbs/12_online_serving.ipynb #d4dc3ac5
 _SAMPLE = re.compile(r'^([a-zA-Z_:][\w:]*)(\{.*\})?\s+(\S+)$')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
@@ -111,7 +118,7 @@ def read_metrics(text: str) -> dict:
         else: out[name + (labels or '')] = float(value)
     return out
 
-# %% ../../nbs/12_online_serving.ipynb #b0f04f77
+# %% ../../nbs/12_online_serving.ipynb #90904f53
 def _settings(info: dict) -> dict:
     "The engine's settings from the info gauge's labels, numbers as numbers"
     words = {'True': True, 'False': False, 'None': None}
@@ -126,7 +133,7 @@ def _counters(before: dict, after: dict) -> dict:
     return dict(preemptions=d('num_preemptions'), prefix_hit_tokens=d('prefix_cache_hits'),
                 prefix_query_tokens=d('prefix_cache_queries'), steps=d('engine_steps'))
 
-# %% ../../nbs/12_online_serving.ipynb #b8cb6f5a
+# %% ../../nbs/12_online_serving.ipynb #d98d3b93
 async def serve_http(url: str, workload: Workload, vocab_size: int, encode=None, api_key: str | None = None,
                      max_concurrency: int | None = None) -> Run:
     "Send `workload` to the server at `url` in real time; a Run of its records, with the server's counters"
@@ -137,17 +144,19 @@ async def serve_http(url: str, workload: Workload, vocab_size: int, encode=None,
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as session:
         warm = request_body([3], SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True))
-        await stream_completion(session, url, warm, Timing(time.perf_counter()), headers)
+        if (w := await stream_completion(session, url, warm, Timing(time.perf_counter()), headers)).error:
+            raise ValueError(f"the warm-up request failed: {w.error}")
         before = await _server_state(session, url, headers)
         t0 = time.perf_counter()
         records = await asyncio.gather(*(_one(session, url, workload, s, t0, limit, headers) for s in order))
         duration = time.perf_counter() - t0
         after = await _server_state(session, url, headers)
     config = _settings(after.get('minipaged_engine_config_info', {}))
-    return Run(workload, config, sorted(records, key=lambda r: r.index), [], dict(
-        used_blocks=int(after.get('minipaged_kv_blocks_high_water', 0))), duration, _counters(before, after))
+    # no steps and no high-water mark: the engine's own are not visible from here
+    records = sorted(records, key=lambda r: r.index)
+    return Run(workload, config, records, [], {}, duration, _counters(before, after))
 
-# %% ../../nbs/12_online_serving.ipynb #a059fd13
+# %% ../../nbs/12_online_serving.ipynb #f3d6c065
 ENGINE_ONLY = ('ablations', 'threads')          # with the engine flags: the server's, not the client's
 
 def _check_http_options(a) -> None:
@@ -162,7 +171,7 @@ def _check_http_options(a) -> None:
     if a.max_concurrency is not None and a.max_concurrency < 1:
         raise ValueError(f"--max-concurrency must be a positive integer, got {a.max_concurrency}")
 
-# %% ../../nbs/12_online_serving.ipynb #8706a3df
+# %% ../../nbs/12_online_serving.ipynb #1cffa975
 def _client_tokenizer(model) -> tuple[int, object]:
     "(vocab size, encode or None) of the checkpoint `model` (None: chapter 07's tiny random model)"
     from minipaged.engine.model_config import tiny_config
@@ -172,14 +181,14 @@ def _client_tokenizer(model) -> tuple[int, object]:
     tok = load_tokenizer(model, vocab)
     return vocab, None if tok is None else tok.encode
 
-# %% ../../nbs/12_online_serving.ipynb #84cd25f8
+# %% ../../nbs/12_online_serving.ipynb #a2c0a013
 def http_summary(run: Run, slo) -> dict:
     "Chapter 09's summary of the records of a run over HTTP, and the server's counters over it"
     from minipaged.bench.metrics import summarize
     counters = {k: run.counters[k] for k in ('preemptions', 'prefix_hit_tokens', 'steps')}
     return summarize(run.records, run.duration, slo) | counters
 
-# %% ../../nbs/12_online_serving.ipynb #b34914b8
+# %% ../../nbs/12_online_serving.ipynb #267d34bc
 def _serve_http_runs(a, workload: Workload) -> list[Run]:
     "`--repetitions` runs of the workload against the server; a server that cannot be reached is a ValueError"
     import aiohttp
@@ -188,8 +197,9 @@ def _serve_http_runs(a, workload: Workload) -> list[Run]:
     try: return [run_async(serve_http(a.url, workload, vocab, encode, a.api_key, a.max_concurrency))
                  for _ in range(a.repetitions)]
     except aiohttp.ClientError as e: raise ValueError(f"--url {a.url}: {type(e).__name__}: {e}") from None
+    except ValueError as e: raise ValueError(f"--url {a.url}: {e}") from None
 
-# %% ../../nbs/12_online_serving.ipynb #1dc0eec2
+# %% ../../nbs/12_online_serving.ipynb #35cadbd2
 def run_http_bench(a) -> dict:
     "`minipaged bench --url`: the declared workload against a running server; chapter 09's files and table"
     import dataclasses

@@ -7,12 +7,12 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['FINISH_REASONS', 'sse', 'completion_logprobs', 'chat_logprobs', 'ending_error', 'Answer']
 
-# %% ../../nbs/12_online_serving.ipynb #019d3329
+# %% ../../nbs/12_online_serving.ipynb #6542c78c
 import json, time
 from .protocol import APIError, Job
 from ..utils import patch_to
 
-# %% ../../nbs/12_online_serving.ipynb #e17f1442
+# %% ../../nbs/12_online_serving.ipynb #56ff5775
 # how an engine ending reads over HTTP; 'timeout' is the worker's own (a request that ran past its deadline)
 FINISH_REASONS = {'stop': 'stop', 'length': 'length', 'timeout': 'timeout'}
 
@@ -20,7 +20,7 @@ def sse(data) -> bytes:
     "One server-sent event carrying `data`: a JSON body, or the closing '[DONE]'"
     return f"data: {data if isinstance(data, str) else json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
-# %% ../../nbs/12_online_serving.ipynb #4ddba30a
+# %% ../../nbs/12_online_serving.ipynb #d709c3ba
 def completion_logprobs(entries: list[dict], offset: int = 0) -> dict:
     """Completion logprobs of tokens (`{token id: Logprob}` each, sampled first): their texts, logprobs, the
     top tokens' logprobs and where each token's text starts (counting from `offset`)"""
@@ -33,7 +33,7 @@ def completion_logprobs(entries: list[dict], offset: int = 0) -> dict:
         out['text_offset'].append(offset); offset += len(text)
     return out
 
-# %% ../../nbs/12_online_serving.ipynb #8a29349d
+# %% ../../nbs/12_online_serving.ipynb #3929864c
 def _token_record(lp) -> dict:
     text = lp.decoded_token or ''
     return dict(token=text, logprob=lp.logprob, bytes=list(text.encode()))
@@ -44,7 +44,7 @@ def chat_logprobs(entries: list[dict], k: int) -> dict:
     return dict(content=[dict(_token_record(next(iter(e.values()))),
                               top_logprobs=[_token_record(lp) for lp in by_rank(e)]) for e in entries])
 
-# %% ../../nbs/12_online_serving.ipynb #134e2e6e
+# %% ../../nbs/12_online_serving.ipynb #d0d2aea3
 def ending_error(c, out) -> APIError | None:
     "The APIError of sample `c` of output `out` if it ended without an answer (rejected, aborted, cancelled)"
     if c.finish_reason == 'rejected':
@@ -54,7 +54,7 @@ def ending_error(c, out) -> APIError | None:
         return APIError(503, f"cancelled: {c.error or 'the server is stopping'}")
     return None
 
-# %% ../../nbs/12_online_serving.ipynb #b41d9a7f
+# %% ../../nbs/12_online_serving.ipynb #c3eac550
 class Answer:
     "One request's answer, built from engine outputs: per choice what was sent, the final outputs, the usage"
     def __init__(self, job: Job, id: str, model: str, rids: list):
@@ -64,13 +64,14 @@ class Answer:
         self.finals: dict = {}                                   # prompt index -> its final RequestOutput
         self.prompts: dict[int, tuple[int, int]] = {}            # prompt index -> (tokens, cached tokens)
         self.errors: list[APIError] = []
+        self.ended: set[int] = set()                             # choices whose ending was sent
 
     @property
     def done(self) -> bool: return len(self.finals) == len(self.index)
     def unfinished(self) -> list: return [rid for rid, i in self.index.items() if i not in self.finals]
     def choice(self, i: int, j: int) -> int: return i * self.job.params.n + j
 
-# %% ../../nbs/12_online_serving.ipynb #f37890a7
+# %% ../../nbs/12_online_serving.ipynb #93c52e13
 @patch_to(Answer)
 def _logprobs(self: Answer, c, start: int, chars: int):
     "Sample c's logprobs from its token `start` on, in the endpoint's format (None when not asked for)"
@@ -79,7 +80,7 @@ def _logprobs(self: Answer, c, start: int, chars: int):
     if self.job.kind == 'chat': return chat_logprobs(entries, self.job.params.logprobs)
     return completion_logprobs(entries, chars)
 
-# %% ../../nbs/12_online_serving.ipynb #920e1b93
+# %% ../../nbs/12_online_serving.ipynb #0d32cd83
 @patch_to(Answer)
 def _choice(self: Answer, k: int, c, text: str, lps, final: bool) -> dict:
     "Choice k of a chunk (`final`: False) or of the whole body: its text, logprobs and ending"
@@ -90,18 +91,19 @@ def _choice(self: Answer, k: int, c, text: str, lps, final: bool) -> dict:
     role = {} if k in self.sent else {'role': 'assistant'}     # the first delta of a choice says whose it is
     return dict(index=k, delta=role | dict(content=text)) | end
 
-# %% ../../nbs/12_online_serving.ipynb #6e9096df
+# %% ../../nbs/12_online_serving.ipynb #56beaadb
 @patch_to(Answer)
 def _delta(self: Answer, k: int, c) -> dict | None:
     "Choice k's chunk entry for what sample c holds beyond what was sent (None: nothing new)"
     chars, toks = self.sent.get(k, (0, 0))
-    text = c.text or ''
-    if len(text) == chars and len(c.token_ids) <= toks and c.finish_reason not in FINISH_REASONS: return None
+    text, ends = c.text or '', c.finish_reason in FINISH_REASONS
+    if k in self.ended or (len(text) == chars and len(c.token_ids) <= toks and not ends): return None
     entry = self._choice(k, c, text[chars:], self._logprobs(c, toks, chars), final=False)
     self.sent[k] = (len(text), len(c.token_ids))
+    if ends: self.ended.add(k)                        # a sample that ended says so once (n > 1 runs on)
     return entry
 
-# %% ../../nbs/12_online_serving.ipynb #8dd0173a
+# %% ../../nbs/12_online_serving.ipynb #5393b9f6
 @patch_to(Answer)
 def update(self: Answer, out) -> list[dict]:
     "Take one engine output; the chunks it adds to a stream (an error body for a sample ended without one)"
@@ -116,7 +118,7 @@ def update(self: Answer, out) -> list[dict]:
             chunks.append(self.chunk([entry]))
     return chunks
 
-# %% ../../nbs/12_online_serving.ipynb #f7bc6b7e
+# %% ../../nbs/12_online_serving.ipynb #840d53d4
 @patch_to(Answer)
 def usage(self: Answer) -> dict:
     "Prompt tokens (each prompt once), completion tokens sent, their total, and the prompt tokens cached"
@@ -132,7 +134,7 @@ def chunk(self: Answer, choices: list) -> dict:
     body = dict(id=self.id, object=kind, created=self.created, model=self.model, choices=choices)
     return body | (dict(usage=self.usage()) if self.job.continuous_usage else {})
 
-# %% ../../nbs/12_online_serving.ipynb #32fcdc4d
+# %% ../../nbs/12_online_serving.ipynb #aa0dbe63
 @patch_to(Answer)
 def body(self: Answer) -> dict:
     "The whole answer once every prompt is final: each choice in order, its text, ending, logprobs; the usage"
