@@ -210,7 +210,9 @@ def http_load(r: dict) -> dict:
                        f"running; RSS {rss['after_first_quarter']:.0f} → {rss['end']:.0f} MiB "
                        f"({growth:+.1%}) after the first quarter; TTFT p50/p99 {lat['ttft_median_ms']:.0f}/"
                        f"{lat['ttft_p99_ms']:.0f} ms, ITL p50/p99 {lat['itl_median_ms']:.1f}/{lat['itl_p99_ms']:.1f} ms; "
-                       f"{r['output_throughput']:.0f} output tok/s",
+                       f"{r['output_throughput']:.0f} output tok/s; "
+                       + ('every check passed' if r.get('all_checks_pass') else 'FAILED: ' + ', '.join(
+                           k for k, ok in r.get('checks', {}).items() if not ok)),
                 against="its own invariants: one answer per request, the greedy text of its own prompt, no block "
                         "referenced afterwards")
 
