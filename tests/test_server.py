@@ -314,7 +314,7 @@ def served_process():
     if p.poll() is None: p.kill(); p.wait()
 
 
-def test_serve_command_serves_and_stops_on_interrupt(served_process):
+def test_serve_command_serves(served_process):
     p, url = served_process
     r = httpx.post(url + '/v1/completions', json=dict(prompt='def', max_tokens=3),
                    headers={'Authorization': f'Bearer {KEY}'})
