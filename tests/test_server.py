@@ -202,6 +202,9 @@ def test_bad_json_wrong_model_and_chat_errors(server):
     assert (r.status_code, r.json()['error']['param']) == (404, 'model')
     r = httpx.post(server.url + '/v1/chat/completions', json=dict(messages=[{'content': 'no role'}]), headers=auth)
     assert (r.status_code, r.json()['error']['param']) == (400, 'messages')
+    r = httpx.post(server.url + '/v1/chat/completions', headers=auth,
+                   json=dict(messages=[{'role': 'user', 'content': 'x'}], max_completion_tokens=0))
+    assert (r.status_code, r.json()['error']['param']) == (400, 'max_completion_tokens')
 
 
 @pytest.fixture(scope='module')

@@ -8,7 +8,7 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['error_response', 'read_json', 'require_key', 'disconnected', 'stream_events', 'EventStream', 'collect', 'answer', 'completions', 'chat_completions', 'models', 'health', 'metrics', 'build_app', 'ServerThread']
 
-# %% ../../nbs/12_online_serving.ipynb #16bf725e
+# %% ../../nbs/12_online_serving.ipynb #13bcdbf6
 import asyncio, hmac, json, time, uuid
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -16,7 +16,7 @@ from .protocol import APIError, chat_job, completion_job, Job
 from .responses import Answer, sse
 from .worker import AsyncEngine
 
-# %% ../../nbs/12_online_serving.ipynb #5ec69c15
+# %% ../../nbs/12_online_serving.ipynb #942b3ed7
 def error_response(e: APIError) -> JSONResponse:
     "The JSON response of an APIError: its status and OpenAI error body (a 503 says when to retry)"
     headers = {'Retry-After': '1'} if e.status == 503 else None
@@ -30,14 +30,14 @@ async def _server_error(request: Request, e: Exception) -> JSONResponse:
     "Anything else a handler raised: a 500 with an OpenAI body (the server logs the traceback)"
     return await _api_error(request, APIError(500, f"internal error: {type(e).__name__}: {e}"))
 
-# %% ../../nbs/12_online_serving.ipynb #f1cd10cc
+# %% ../../nbs/12_online_serving.ipynb #34c9835a
 async def read_json(request: Request):
     "The request body as JSON, or a 400 saying why it is not"
     try: return json.loads(await request.body())
     except (ValueError, RecursionError) as e:         # bad JSON, bad UTF-8, a huge integer, deep nesting
         raise APIError(400, f"the request body is not valid JSON: {str(e)[:200]}") from None
 
-# %% ../../nbs/12_online_serving.ipynb #d2a4e231
+# %% ../../nbs/12_online_serving.ipynb #5d43b8f8
 def require_key(request: Request) -> None:
     "A 401 unless the request carries the server's API key (when it has one)"
     key = request.app.state.api_key
@@ -46,7 +46,7 @@ def require_key(request: Request) -> None:
     if not hmac.compare_digest(given.encode(), f'Bearer {key}'.encode()):
         raise APIError(401, "invalid or missing API key: send the header 'Authorization: Bearer <key>'")
 
-# %% ../../nbs/12_online_serving.ipynb #36ad04c6
+# %% ../../nbs/12_online_serving.ipynb #d5a47a02
 async def disconnected(request: Request) -> None:
     "Return when the client has closed its connection"
     while (await request.receive())['type'] != 'http.disconnect': pass
@@ -68,7 +68,7 @@ async def stream_events(engine: AsyncEngine, ans: Answer, outputs: asyncio.Queue
     finally:
         if not ans.done: engine.abort(ans.unfinished())
 
-# %% ../../nbs/12_online_serving.ipynb #7c2911c6
+# %% ../../nbs/12_online_serving.ipynb #d82e5819
 class EventStream(StreamingResponse):
     "A server-sent event stream whose engine requests are cancelled when the response ends, however it ends"
     def __init__(self, events, engine, ans: Answer):
@@ -80,7 +80,7 @@ class EventStream(StreamingResponse):
         finally:
             if not self.ans.done: self.engine.abort(self.ans.unfinished())
 
-# %% ../../nbs/12_online_serving.ipynb #99089246
+# %% ../../nbs/12_online_serving.ipynb #f0a06d76
 async def collect(request: Request, engine: AsyncEngine, ans: Answer, outputs: asyncio.Queue) -> Response:
     "The whole answer as one JSON body; if the client leaves first, its engine requests are cancelled"
     async def finals():
@@ -96,7 +96,7 @@ async def collect(request: Request, engine: AsyncEngine, ans: Answer, outputs: a
     if ans.errors: raise ans.errors[0]
     return JSONResponse(ans.body())
 
-# %% ../../nbs/12_online_serving.ipynb #bb29db4f
+# %% ../../nbs/12_online_serving.ipynb #57cc8a91
 async def answer(request: Request, job: Job) -> Response:
     "Submit a checked Job to the worker; its answer, streamed or whole"
     s = request.app.state
@@ -116,10 +116,13 @@ async def chat_completions(request: Request) -> Response:
     "POST /v1/chat/completions: the messages through the chat template (--chat-template, else the model's)"
     s = request.app.state
     render = lambda messages, add: s.engine.llm.chat_prompt(messages, s.chat_template, add)
-    job = chat_job(await read_json(request), s.model_name, render, s.engine.llm.engine_config.max_model_len)
+    body, max_len = await read_json(request), s.engine.llm.engine_config.max_model_len
+    # rendering and tokenizing a long conversation is CPU work: off the event loop, which serves everyone
+    loop = asyncio.get_running_loop()
+    job = await loop.run_in_executor(None, chat_job, body, s.model_name, render, max_len)
     return await answer(request, job)
 
-# %% ../../nbs/12_online_serving.ipynb #715f0dc3
+# %% ../../nbs/12_online_serving.ipynb #9adf8508
 async def models(request: Request) -> dict:
     "GET /v1/models: the one model served"
     s = request.app.state
@@ -138,7 +141,7 @@ async def metrics(request: Request) -> Response:
     return Response(request.app.state.engine.metrics.render(),
                     media_type='text/plain; version=0.0.4; charset=utf-8')
 
-# %% ../../nbs/12_online_serving.ipynb #70335de0
+# %% ../../nbs/12_online_serving.ipynb #c51fa3b9
 def build_app(engine: AsyncEngine, model_name: str, api_key: str | None = None,
               chat_template: str | None = None) -> FastAPI:
     "The FastAPI application serving `engine` as `model_name`; its lifespan starts and stops the worker"
@@ -158,7 +161,7 @@ def build_app(engine: AsyncEngine, model_name: str, api_key: str | None = None,
     app.get('/health')(health); app.get('/metrics')(metrics)
     return app
 
-# %% ../../nbs/12_online_serving.ipynb #b9dba96b
+# %% ../../nbs/12_online_serving.ipynb #0a9eacf8
 class ServerThread:
     "A uvicorn server for `app` on a background thread; `url` once started (port 0: a free one)"
     def __init__(self, app, host: str = '127.0.0.1', port: int = 0, log_level: str = 'warning'):

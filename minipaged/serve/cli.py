@@ -7,12 +7,12 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['add_serve_arguments', 'listen', 'build_server', 'run_serve_cli']
 
-# %% ../../nbs/12_online_serving.ipynb #d41ac673
+# %% ../../nbs/12_online_serving.ipynb #8148e41d
 import os, socket
 from dataclasses import replace
 from pathlib import Path
 
-# %% ../../nbs/12_online_serving.ipynb #d403affd
+# %% ../../nbs/12_online_serving.ipynb #6012c526
 def add_serve_arguments(p) -> None:
     "Add the `minipaged serve` arguments to the argparse parser `p`"
     from minipaged.bench.cli import add_engine_arguments
@@ -32,7 +32,7 @@ def add_serve_arguments(p) -> None:
     p.add_argument('--log-level', default='info', choices=('critical', 'error', 'warning', 'info', 'debug'))
     add_engine_arguments(p)
 
-# %% ../../nbs/12_online_serving.ipynb #70916f27
+# %% ../../nbs/12_online_serving.ipynb #5e4f5c13
 def _check_serve_numbers(a) -> None:
     "A ValueError naming the first of --port, --max-waiting, --request-timeout, --threads out of range"
     if not 0 <= a.port <= 65535: raise ValueError(f"--port must be in [0, 65535], got {a.port}")
@@ -42,7 +42,7 @@ def _check_serve_numbers(a) -> None:
     if a.threads is not None and not 1 <= a.threads <= (os.cpu_count() or 1):
         raise ValueError(f"--threads must be in [1, {os.cpu_count()}], got {a.threads}")
 
-# %% ../../nbs/12_online_serving.ipynb #882c21ea
+# %% ../../nbs/12_online_serving.ipynb #cb65e205
 def _chat_template(path) -> str | None:
     "The text of the --chat-template file (None if not given)"
     if path is None: return None
@@ -56,7 +56,7 @@ def listen(host: str, port: int) -> socket.socket:
     except OSError as e:
         raise ValueError(f"--port {port}: cannot listen on {host}:{port} ({e.strerror or e})") from None
 
-# %% ../../nbs/12_online_serving.ipynb #2404115c
+# %% ../../nbs/12_online_serving.ipynb #e27aa085
 def build_server(a):
     "The checked flags as (the FastAPI app, the listening socket, the served model's name)"
     import torch
@@ -81,7 +81,7 @@ def build_server(a):
     app = build_app(AsyncEngine(llm, a.max_waiting, a.request_timeout), name, a.api_key, template)
     return app, sock, name
 
-# %% ../../nbs/12_online_serving.ipynb #a5448562
+# %% ../../nbs/12_online_serving.ipynb #7cdf4210
 def run_serve_cli(a) -> dict:
     "`minipaged serve`: build the server, say where it listens, serve until interrupted"
     import uvicorn

@@ -8,7 +8,7 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['ENGINE_ONLY', 'request_body', 'Timing', 'stream_completion', 'http_record', 'read_metrics', 'serve_http', 'http_summary', 'run_http_bench']
 
-# %% ../../nbs/12_online_serving.ipynb #752bd8b1
+# %% ../../nbs/12_online_serving.ipynb #b48a3eae
 import asyncio, json, re, time
 from dataclasses import dataclass, field
 from ..bench.metrics import RequestRecord
@@ -16,7 +16,7 @@ from ..bench.runner import declared_requests, request_params, Run
 from ..bench.workload import RequestSpec, Workload
 from ..engine.sampler import SamplingParams
 
-# %% ../../nbs/12_online_serving.ipynb #b1670e17
+# %% ../../nbs/12_online_serving.ipynb #36f0d870
 def request_body(prompt, p: SamplingParams) -> dict:
     "The streamed /v1/completions body of a prompt and its SamplingParams (the usage in a last chunk)"
     body = dict(prompt=prompt, max_tokens=p.max_tokens, temperature=p.temperature, stream=True,
@@ -26,7 +26,7 @@ def request_body(prompt, p: SamplingParams) -> dict:
     if p.stop_token_ids: body['stop_token_ids'] = list(p.stop_token_ids)
     return body
 
-# %% ../../nbs/12_online_serving.ipynb #f7d9151f
+# %% ../../nbs/12_online_serving.ipynb #af15cb9d
 @dataclass
 class Timing:
     "One streamed request as the client saw it: when it was sent, when each chunk of choices came, its usage"
@@ -43,7 +43,7 @@ def _error_message(text: str) -> str:
     try: return json.loads(text)['error']['message']
     except (ValueError, KeyError, TypeError): return text[:300]
 
-# %% ../../nbs/12_online_serving.ipynb #31ca31c3
+# %% ../../nbs/12_online_serving.ipynb #468ccbf3
 def _take_event(t: Timing, data: dict, now: float) -> None:
     "Record one streamed event: an error, a chunk of choices, the usage"
     if 'error' in data:
@@ -73,7 +73,7 @@ async def stream_completion(session, url: str, body: dict, t: Timing, headers: d
         t.status, t.error = 599, f"{type(e).__name__}: {e}"
     return t
 
-# %% ../../nbs/12_online_serving.ipynb #ac46f129
+# %% ../../nbs/12_online_serving.ipynb #600beecb
 def http_record(spec: RequestSpec, t: Timing, t0: float, cancelled: bool = False) -> RequestRecord:
     "The RequestRecord of one request sent over HTTP (times since `t0`)"
     usage = t.usage or {}
@@ -88,7 +88,7 @@ def http_record(spec: RequestSpec, t: Timing, t0: float, cancelled: bool = False
                          (usage.get('prompt_tokens_details') or {}).get('cached_tokens', 0), 0,
                          spec.shared_prefix, t.error, spec.text, t.text)
 
-# %% ../../nbs/12_online_serving.ipynb #81182449
+# %% ../../nbs/12_online_serving.ipynb #286b8192
 async def _one(session, url: str, w: Workload, spec: RequestSpec, t0: float, limit, headers) -> RequestRecord:
     "Send one declared request at its arrival; cancel it (close the connection) at its cancellation time"
     await asyncio.sleep(max(0.0, t0 + spec.arrival - time.perf_counter()))
@@ -102,7 +102,7 @@ async def _one(session, url: str, w: Workload, spec: RequestSpec, t0: float, lim
         except asyncio.TimeoutError: return http_record(spec, t, t0, cancelled=True)
         return http_record(spec, t, t0)
 
-# %% ../../nbs/12_online_serving.ipynb #d4dc3ac5
+# %% ../../nbs/12_online_serving.ipynb #6f2f5dc0
 _SAMPLE = re.compile(r'^([a-zA-Z_:][\w:]*)(\{.*\})?\s+(\S+)$')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
@@ -118,7 +118,7 @@ def read_metrics(text: str) -> dict:
         else: out[name + (labels or '')] = float(value)
     return out
 
-# %% ../../nbs/12_online_serving.ipynb #90904f53
+# %% ../../nbs/12_online_serving.ipynb #9df94f71
 def _settings(info: dict) -> dict:
     "The engine's settings from the info gauge's labels, numbers as numbers"
     words = {'True': True, 'False': False, 'None': None}
@@ -133,7 +133,7 @@ def _counters(before: dict, after: dict) -> dict:
     return dict(preemptions=d('num_preemptions'), prefix_hit_tokens=d('prefix_cache_hits'),
                 prefix_query_tokens=d('prefix_cache_queries'), steps=d('engine_steps'))
 
-# %% ../../nbs/12_online_serving.ipynb #d98d3b93
+# %% ../../nbs/12_online_serving.ipynb #6bd19342
 async def serve_http(url: str, workload: Workload, vocab_size: int, encode=None, api_key: str | None = None,
                      max_concurrency: int | None = None) -> Run:
     "Send `workload` to the server at `url` in real time; a Run of its records, with the server's counters"
@@ -156,7 +156,7 @@ async def serve_http(url: str, workload: Workload, vocab_size: int, encode=None,
     records = sorted(records, key=lambda r: r.index)
     return Run(workload, config, records, [], {}, duration, _counters(before, after))
 
-# %% ../../nbs/12_online_serving.ipynb #f3d6c065
+# %% ../../nbs/12_online_serving.ipynb #e9fc6ea8
 ENGINE_ONLY = ('ablations', 'threads')          # with the engine flags: the server's, not the client's
 
 def _check_http_options(a) -> None:
@@ -171,7 +171,7 @@ def _check_http_options(a) -> None:
     if a.max_concurrency is not None and a.max_concurrency < 1:
         raise ValueError(f"--max-concurrency must be a positive integer, got {a.max_concurrency}")
 
-# %% ../../nbs/12_online_serving.ipynb #1cffa975
+# %% ../../nbs/12_online_serving.ipynb #5adfc84d
 def _client_tokenizer(model) -> tuple[int, object]:
     "(vocab size, encode or None) of the checkpoint `model` (None: chapter 07's tiny random model)"
     from minipaged.engine.model_config import tiny_config
@@ -181,14 +181,14 @@ def _client_tokenizer(model) -> tuple[int, object]:
     tok = load_tokenizer(model, vocab)
     return vocab, None if tok is None else tok.encode
 
-# %% ../../nbs/12_online_serving.ipynb #a2c0a013
+# %% ../../nbs/12_online_serving.ipynb #5b6d3451
 def http_summary(run: Run, slo) -> dict:
     "Chapter 09's summary of the records of a run over HTTP, and the server's counters over it"
     from minipaged.bench.metrics import summarize
     counters = {k: run.counters[k] for k in ('preemptions', 'prefix_hit_tokens', 'steps')}
     return summarize(run.records, run.duration, slo) | counters
 
-# %% ../../nbs/12_online_serving.ipynb #267d34bc
+# %% ../../nbs/12_online_serving.ipynb #bac52794
 def _serve_http_runs(a, workload: Workload) -> list[Run]:
     "`--repetitions` runs of the workload against the server; a server that cannot be reached is a ValueError"
     import aiohttp
@@ -199,7 +199,7 @@ def _serve_http_runs(a, workload: Workload) -> list[Run]:
     except aiohttp.ClientError as e: raise ValueError(f"--url {a.url}: {type(e).__name__}: {e}") from None
     except ValueError as e: raise ValueError(f"--url {a.url}: {e}") from None
 
-# %% ../../nbs/12_online_serving.ipynb #35cadbd2
+# %% ../../nbs/12_online_serving.ipynb #5dfdd940
 def run_http_bench(a) -> dict:
     "`minipaged bench --url`: the declared workload against a running server; chapter 09's files and table"
     import dataclasses

@@ -8,12 +8,12 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['TTFT_BUCKETS', 'ITL_BUCKETS', 'E2E_BUCKETS', 'PREFIX', 'GAUGES', 'COUNTERS', 'Histogram', 'ServerMetrics', 'resident_bytes']
 
-# %% ../../nbs/12_online_serving.ipynb #f37a59c8
+# %% ../../nbs/12_online_serving.ipynb #c9140538
 import bisect, math, os, threading
 from collections import Counter
 from ..utils import patch_to
 
-# %% ../../nbs/12_online_serving.ipynb #3d1449cf
+# %% ../../nbs/12_online_serving.ipynb #93a8820c
 class Histogram:
     "Observations counted per bucket (at or below each bound), their sum and count, as Prometheus reads them"
     def __init__(self, bounds):
@@ -32,7 +32,7 @@ class Histogram:
         tail = f'{{{labels}}}' if labels else ''
         return out + [f'{name}_sum{tail} {self.sum!r}', f'{name}_count{tail} {self.count}']
 
-# %% ../../nbs/12_online_serving.ipynb #b540641d
+# %% ../../nbs/12_online_serving.ipynb #dc1f0f47
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                 20.0, 40.0, 80.0)
 ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
@@ -44,7 +44,7 @@ def _labels(d: dict) -> str:
     esc = lambda v: str(v).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
     return ','.join(f'{k}="{esc(v)}"' for k, v in d.items())
 
-# %% ../../nbs/12_online_serving.ipynb #f6b4d627
+# %% ../../nbs/12_online_serving.ipynb #fa56a4c9
 class ServerMetrics:
     "Everything /metrics reports: the worker writes it, the HTTP handler renders it, under one lock"
     def __init__(self, info: dict | None = None):
@@ -63,7 +63,7 @@ class ServerMetrics:
     def count_error(self, status: int) -> None:
         with self.lock: self.errors[status] += 1
 
-# %% ../../nbs/12_online_serving.ipynb #fbdb621b
+# %% ../../nbs/12_online_serving.ipynb #d29af990
 @patch_to(ServerMetrics)
 def observe(self: ServerMetrics, out, reason: str) -> None:
     "Record a finished request: its finish reason, tokens and latencies (the engine's own timestamps)"
@@ -78,7 +78,7 @@ def observe(self: ServerMetrics, out, reason: str) -> None:
         if m.get('finished_time') is not None and m.get('first_token_time') is not None:
             self.e2e.observe(m['finished_time'] - m['arrival_time'])
 
-# %% ../../nbs/12_online_serving.ipynb #584684f2
+# %% ../../nbs/12_online_serving.ipynb #3f6fa9a9
 GAUGES = dict(num_requests_running='sequences in the running set', num_requests_waiting='requests waiting',
               kv_blocks_used='KV blocks referenced by a request',
               kv_blocks_cached='KV blocks cached, unreferenced', kv_blocks_free='KV blocks free',
@@ -97,11 +97,11 @@ def resident_bytes() -> int | None:
         with open('/proc/self/statm') as f: return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
     except (OSError, ValueError, IndexError): return None
 
-# %% ../../nbs/12_online_serving.ipynb #204fcf47
+# %% ../../nbs/12_online_serving.ipynb #03372c02
 def _block(name: str, kind: str, help: str, samples: list[str]) -> list[str]:
     return [f'# HELP {name} {help}', f'# TYPE {name} {kind}'] + samples
 
-# %% ../../nbs/12_online_serving.ipynb #9dcc54a9
+# %% ../../nbs/12_online_serving.ipynb #bbc0d14c
 @patch_to(ServerMetrics)
 def render(self: ServerMetrics) -> str:
     "The whole /metrics page in Prometheus' text format (version 0.0.4)"

@@ -8,13 +8,13 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['ERROR_TYPES', 'SAMPLING_FIELDS', 'COMMON_FIELDS', 'COMPLETION_FIELDS', 'CHAT_FIELDS', 'NO_OP', 'STREAM_OPTIONS', 'APIError', 'check_fields', 'sampling_params', 'stream_options', 'Job', 'completion_prompts', 'completion_job', 'chat_job']
 
-# %% ../../nbs/12_online_serving.ipynb #894836b9
+# %% ../../nbs/12_online_serving.ipynb #3cdcf398
 import json
 from dataclasses import dataclass
 from ..engine.sampler import SamplingParams
 from ..utils import is_int
 
-# %% ../../nbs/12_online_serving.ipynb #f904f0c9
+# %% ../../nbs/12_online_serving.ipynb #5cdf3bf4
 ERROR_TYPES = {400: 'BadRequestError', 401: 'AuthenticationError', 404: 'NotFoundError',
                429: 'RateLimitError', 500: 'InternalServerError', 503: 'ServiceUnavailableError'}
 
@@ -29,7 +29,7 @@ class APIError(Exception):
         kind = ERROR_TYPES.get(self.status, 'InternalServerError')
         return dict(error=dict(message=self.message, type=kind, param=self.param, code=self.status))
 
-# %% ../../nbs/12_online_serving.ipynb #bc0b108c
+# %% ../../nbs/12_online_serving.ipynb #20f47301
 SAMPLING_FIELDS = ('n', 'temperature', 'top_p', 'top_k', 'seed', 'max_tokens', 'stop', 'stop_token_ids',
                    'ignore_eos', 'include_stop_str_in_output', 'skip_special_tokens')
 COMMON_FIELDS = ('model', 'stream', 'stream_options', 'user', 'cache_salt', 'priority') + SAMPLING_FIELDS
@@ -41,7 +41,7 @@ NO_OP = dict(frequency_penalty=(0,), presence_penalty=(0,), logit_bias=({},), ec
              best_of=(1,), tools=([],), tool_choice=('none',), parallel_tool_calls=(True, False),
              response_format=({'type': 'text'},), store=(False,), metadata=({},))
 
-# %% ../../nbs/12_online_serving.ipynb #10ba6d02
+# %% ../../nbs/12_online_serving.ipynb #aa47e4af
 def check_fields(body, allowed: tuple) -> dict:
     """The fields of a request `body` that carry a value (null counts as absent); an unknown field, or a no-op
     field set to something else, is a 400 naming it"""
@@ -59,7 +59,7 @@ def check_fields(body, allowed: tuple) -> dict:
         else: fields[k] = v
     return fields
 
-# %% ../../nbs/12_online_serving.ipynb #771a9b2c
+# %% ../../nbs/12_online_serving.ipynb #e0b200b0
 def _named_field(message: str, known=SAMPLING_FIELDS + ('logprobs', 'prompt', 'messages')) -> str | None:
     "The field an engine error message starts with (`max_tokens must be ...`, `stop_token_ids[0] ...`)"
     head = message.split(' ', 1)[0].split('[', 1)[0].rstrip(':')
@@ -73,13 +73,13 @@ def sampling_params(fields: dict, **overrides) -> SamplingParams:
     try: return SamplingParams(**kw)
     except ValueError as e: raise APIError(400, str(e), _named_field(str(e))) from None
 
-# %% ../../nbs/12_online_serving.ipynb #ce016991
+# %% ../../nbs/12_online_serving.ipynb #0aed1ec6
 def _check_type(fields: dict, key: str, ok, what: str) -> None:
     "A 400 naming `key` if it is present and `ok(value)` is false; `what` says what it must be"
     if key in fields and not ok(fields[key]):
         raise APIError(400, f"{key} must be {what}, got {json.dumps(fields[key])}", key)
 
-# %% ../../nbs/12_online_serving.ipynb #1d9bb8eb
+# %% ../../nbs/12_online_serving.ipynb #82a00ff5
 STREAM_OPTIONS = ('include_usage', 'continuous_usage_stats')
 
 def stream_options(fields: dict) -> tuple[bool, bool, bool]:
@@ -96,7 +96,7 @@ def stream_options(fields: dict) -> tuple[bool, bool, bool]:
         _check_type(opts, k, lambda v: isinstance(v, bool) or v is None, 'true or false')
     return stream, bool(opts.get('include_usage')), bool(opts.get('continuous_usage_stats'))
 
-# %% ../../nbs/12_online_serving.ipynb #210c71ac
+# %% ../../nbs/12_online_serving.ipynb #3133ee52
 @dataclass
 class Job:
     "One checked request: the engine prompts it runs, their sampling, and how to answer"
@@ -109,7 +109,7 @@ class Job:
     cache_salt: str | None = None
     priority: int = 0
 
-# %% ../../nbs/12_online_serving.ipynb #2af4279c
+# %% ../../nbs/12_online_serving.ipynb #3b8f72c0
 def _job_extras(fields: dict, model: str) -> dict:
     "The model check and the fields a Job takes besides its prompts and sampling"
     _check_type(fields, 'model', lambda v: isinstance(v, str), 'a string')
@@ -122,7 +122,7 @@ def _job_extras(fields: dict, model: str) -> dict:
     return dict(stream=stream, include_usage=usage, continuous_usage=continuous,
                 cache_salt=fields.get('cache_salt'), priority=int(fields.get('priority', 0)))
 
-# %% ../../nbs/12_online_serving.ipynb #d8290a08
+# %% ../../nbs/12_online_serving.ipynb #d74c0644
 def _one_prompt(p) -> bool:
     "A string, or a non-empty list of token ids (their range is the engine's to check)"
     return isinstance(p, str) or (isinstance(p, list) and bool(p) and all(is_int(t) for t in p))
@@ -137,14 +137,14 @@ def completion_prompts(fields: dict) -> list:
                             f"got {json.dumps(p)[:80]}", 'prompt')
     return prompts
 
-# %% ../../nbs/12_online_serving.ipynb #49c6bffc
+# %% ../../nbs/12_online_serving.ipynb #5323c089
 def completion_job(body, model: str) -> Job:
     "The Job of a `/v1/completions` body, or the APIError that refuses it"
     f = check_fields(body, COMPLETION_FIELDS)
     extras = _job_extras(f, model)
     return Job('completion', completion_prompts(f), sampling_params(f, logprobs=f.get('logprobs')), **extras)
 
-# %% ../../nbs/12_online_serving.ipynb #11fe9003
+# %% ../../nbs/12_online_serving.ipynb #b132e4b6
 def _message_text(i: int, m) -> dict:
     "Message i with its content as one string: a string as is, text parts joined; other parts are a 400"
     if not isinstance(m, dict) or not isinstance(m.get('content'), list): return m
@@ -155,7 +155,7 @@ def _message_text(i: int, m) -> dict:
         raise APIError(400, f"messages[{i}].content[{bad}]: only text parts are supported", 'messages')
     return dict(m, content=''.join(p['text'] for p in parts))
 
-# %% ../../nbs/12_online_serving.ipynb #c28b88d1
+# %% ../../nbs/12_online_serving.ipynb #a672576c
 def _chat_logprobs(f: dict) -> int | None:
     "The top-k of a chat request's logprobs: None (off), or top_logprobs (0 if not given)"
     _check_type(f, 'logprobs', lambda v: isinstance(v, bool), 'true or false')
@@ -167,7 +167,7 @@ def _chat_logprobs(f: dict) -> int | None:
                        'top_logprobs')
     return top if f.get('logprobs') else None
 
-# %% ../../nbs/12_online_serving.ipynb #850c839e
+# %% ../../nbs/12_online_serving.ipynb #ba53eda9
 def chat_job(body, model: str, render, max_model_len: int) -> Job:
     """The Job of a `/v1/chat/completions` body; `render(messages, add_generation_prompt)` makes the prompt
     dict, and a reply without a length may fill the rest of `max_model_len`"""
@@ -182,4 +182,9 @@ def chat_job(body, model: str, render, max_model_len: int) -> Job:
     except ValueError as e: raise APIError(400, str(e), 'messages') from None
     length = f.get('max_completion_tokens', f.get('max_tokens'))
     if length is None: length = max(1, max_model_len - len(prompt['prompt_token_ids']))
-    return Job('chat', [prompt], sampling_params(f, max_tokens=length, logprobs=_chat_logprobs(f)), **extras)
+    try: params = sampling_params(f, max_tokens=length, logprobs=_chat_logprobs(f))
+    except APIError as e:
+        if e.param != 'max_tokens' or 'max_completion_tokens' not in f: raise
+        raise APIError(400, e.message.replace('max_tokens', 'max_completion_tokens', 1),   # the name it sent
+                       'max_completion_tokens') from None
+    return Job('chat', [prompt], params, **extras)

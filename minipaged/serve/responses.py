@@ -7,12 +7,12 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['FINISH_REASONS', 'sse', 'completion_logprobs', 'chat_logprobs', 'ending_error', 'Answer']
 
-# %% ../../nbs/12_online_serving.ipynb #6542c78c
+# %% ../../nbs/12_online_serving.ipynb #8f068cdd
 import json, time
 from .protocol import APIError, Job
 from ..utils import patch_to
 
-# %% ../../nbs/12_online_serving.ipynb #56ff5775
+# %% ../../nbs/12_online_serving.ipynb #f06afe1f
 # how an engine ending reads over HTTP; 'timeout' is the worker's own (a request that ran past its deadline)
 FINISH_REASONS = {'stop': 'stop', 'length': 'length', 'timeout': 'timeout'}
 
@@ -20,7 +20,7 @@ def sse(data) -> bytes:
     "One server-sent event carrying `data`: a JSON body, or the closing '[DONE]'"
     return f"data: {data if isinstance(data, str) else json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
-# %% ../../nbs/12_online_serving.ipynb #d709c3ba
+# %% ../../nbs/12_online_serving.ipynb #ade3d11d
 def completion_logprobs(entries: list[dict], offset: int = 0) -> dict:
     """Completion logprobs of tokens (`{token id: Logprob}` each, sampled first): their texts, logprobs, the
     top tokens' logprobs and where each token's text starts (counting from `offset`)"""
@@ -33,7 +33,7 @@ def completion_logprobs(entries: list[dict], offset: int = 0) -> dict:
         out['text_offset'].append(offset); offset += len(text)
     return out
 
-# %% ../../nbs/12_online_serving.ipynb #3929864c
+# %% ../../nbs/12_online_serving.ipynb #fc129427
 def _token_record(lp) -> dict:
     text = lp.decoded_token or ''
     return dict(token=text, logprob=lp.logprob, bytes=list(text.encode()))
@@ -44,7 +44,7 @@ def chat_logprobs(entries: list[dict], k: int) -> dict:
     return dict(content=[dict(_token_record(next(iter(e.values()))),
                               top_logprobs=[_token_record(lp) for lp in by_rank(e)]) for e in entries])
 
-# %% ../../nbs/12_online_serving.ipynb #d0d2aea3
+# %% ../../nbs/12_online_serving.ipynb #e4ab6aa1
 def ending_error(c, out) -> APIError | None:
     "The APIError of sample `c` of output `out` if it ended without an answer (rejected, aborted, cancelled)"
     if c.finish_reason == 'rejected':
@@ -54,7 +54,7 @@ def ending_error(c, out) -> APIError | None:
         return APIError(503, f"cancelled: {c.error or 'the server is stopping'}")
     return None
 
-# %% ../../nbs/12_online_serving.ipynb #c3eac550
+# %% ../../nbs/12_online_serving.ipynb #cc112929
 class Answer:
     "One request's answer, built from engine outputs: per choice what was sent, the final outputs, the usage"
     def __init__(self, job: Job, id: str, model: str, rids: list):
@@ -71,7 +71,7 @@ class Answer:
     def unfinished(self) -> list: return [rid for rid, i in self.index.items() if i not in self.finals]
     def choice(self, i: int, j: int) -> int: return i * self.job.params.n + j
 
-# %% ../../nbs/12_online_serving.ipynb #93c52e13
+# %% ../../nbs/12_online_serving.ipynb #6b966d96
 @patch_to(Answer)
 def _logprobs(self: Answer, c, start: int, chars: int):
     "Sample c's logprobs from its token `start` on, in the endpoint's format (None when not asked for)"
@@ -80,7 +80,7 @@ def _logprobs(self: Answer, c, start: int, chars: int):
     if self.job.kind == 'chat': return chat_logprobs(entries, self.job.params.logprobs)
     return completion_logprobs(entries, chars)
 
-# %% ../../nbs/12_online_serving.ipynb #0d32cd83
+# %% ../../nbs/12_online_serving.ipynb #017e7e79
 @patch_to(Answer)
 def _choice(self: Answer, k: int, c, text: str, lps, final: bool) -> dict:
     "Choice k of a chunk (`final`: False) or of the whole body: its text, logprobs and ending"
@@ -91,7 +91,7 @@ def _choice(self: Answer, k: int, c, text: str, lps, final: bool) -> dict:
     role = {} if k in self.sent else {'role': 'assistant'}     # the first delta of a choice says whose it is
     return dict(index=k, delta=role | dict(content=text)) | end
 
-# %% ../../nbs/12_online_serving.ipynb #56beaadb
+# %% ../../nbs/12_online_serving.ipynb #a3c93605
 @patch_to(Answer)
 def _delta(self: Answer, k: int, c) -> dict | None:
     "Choice k's chunk entry for what sample c holds beyond what was sent (None: nothing new)"
@@ -103,7 +103,7 @@ def _delta(self: Answer, k: int, c) -> dict | None:
     if ends: self.ended.add(k)                        # a sample that ended says so once (n > 1 runs on)
     return entry
 
-# %% ../../nbs/12_online_serving.ipynb #5393b9f6
+# %% ../../nbs/12_online_serving.ipynb #44066c76
 @patch_to(Answer)
 def update(self: Answer, out) -> list[dict]:
     "Take one engine output; the chunks it adds to a stream (an error body for a sample ended without one)"
@@ -118,7 +118,7 @@ def update(self: Answer, out) -> list[dict]:
             chunks.append(self.chunk([entry]))
     return chunks
 
-# %% ../../nbs/12_online_serving.ipynb #840d53d4
+# %% ../../nbs/12_online_serving.ipynb #6916f36e
 @patch_to(Answer)
 def usage(self: Answer) -> dict:
     "Prompt tokens (each prompt once), completion tokens sent, their total, and the prompt tokens cached"
@@ -134,7 +134,7 @@ def chunk(self: Answer, choices: list) -> dict:
     body = dict(id=self.id, object=kind, created=self.created, model=self.model, choices=choices)
     return body | (dict(usage=self.usage()) if self.job.continuous_usage else {})
 
-# %% ../../nbs/12_online_serving.ipynb #aa0dbe63
+# %% ../../nbs/12_online_serving.ipynb #a5da88b5
 @patch_to(Answer)
 def body(self: Answer) -> dict:
     "The whole answer once every prompt is final: each choice in order, its text, ending, logprobs; the usage"
