@@ -35,7 +35,7 @@ def row(mode: str, rnd: int, run) -> dict:
 def idle_ttft(llm: LLM, url: str, n: int) -> dict:
     "Median ms to the first token of one one-token request at a time: in-process (`generate`) and over HTTP"
     import httpx
-    prompt, body = 'def read_config(path):', None
+    prompt = 'def read_config(path):'
     params = SamplingParams(max_tokens=1, temperature=0)
     body = dict(prompt=prompt, max_tokens=1, temperature=0, stream=True)
     local, remote = [], []
