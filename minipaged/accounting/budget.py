@@ -7,14 +7,14 @@ Docs: https://minipaged.github.io/minipaged/kv_budget.html.md"""
 # %% ../../nbs/00_kv_budget.ipynb #9fb1a724
 from __future__ import annotations
 import json, math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from ..utils import cdiv, check_count, check_positive, fmt_bytes, MiB, patch_to
 
 # %% auto #0
 __all__ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes', 'kv_bytes_per_token', 'ModelShape',
            'kv_bytes', 'param_count', 'weight_bytes', 'shape_from_hf_config', 'preset', 'prefill_activation_bytes',
-           'MemoryBudget', 'memory_budget', 'CapacityEstimate', 'capacity']
+           'MemoryBudget', 'memory_budget', 'shard_shape', 'all_reduce_bytes', 'CapacityEstimate', 'capacity']
 
 # %% ../../nbs/00_kv_budget.ipynb #34460c3f
 DTYPE_BYTES = {'float64': 8, 'float32': 4, 'float16': 2, 'bfloat16': 2, 'float8_e4m3': 1, 'float8_e5m2': 1,
@@ -321,6 +321,36 @@ def memory_budget(shape: ModelShape, lengths, block_size: int = 16, max_num_batc
     notes = _budget_notes(shape, lengths, block_size, max_num_batched_tokens, max_len, headroom_frac)
     return MemoryBudget(_with_headroom(terms, headroom_frac), notes)
 
+# %% ../../nbs/00_kv_budget.ipynb #d678b96b
+def _check_split(tp: int, shape: ModelShape) -> None:
+    "Refuse a `tensor_parallel_size` that does not split the query heads, the MLP or the KV heads evenly"
+    H, Hkv, I = shape.num_q_heads, shape.num_kv_heads, shape.intermediate_size
+    name = f"tensor_parallel_size {tp}"
+    if H % tp: raise ValueError(f"{name} must divide the {H} query heads of {shape.name}")
+    if I is not None and I % tp: raise ValueError(f"{name} must divide intermediate_size {I} of {shape.name}")
+    if Hkv % tp and tp % Hkv:
+        raise ValueError(f"{name} must divide the {Hkv} KV heads of {shape.name}, or be a multiple of them "
+                         "(each KV head then copied to tp / num_kv_heads ranks)")
+
+# %% ../../nbs/00_kv_budget.ipynb #a7d76566
+def shard_shape(shape: ModelShape, tensor_parallel_size: int) -> ModelShape:
+    """The shape one rank of `tensor_parallel_size` holds: its query heads, `ceil(H_kv / tp)` KV heads, its
+    slice of the MLP and of the (padded) vocabulary; the hidden size, layers and norms whole"""
+    tp = check_positive('tensor_parallel_size', tensor_parallel_size)
+    if tp == 1: return shape
+    _check_split(tp, shape)
+    I, V = shape.intermediate_size, shape.vocab_size
+    return replace(shape, num_q_heads=shape.num_q_heads // tp, num_kv_heads=cdiv(shape.num_kv_heads, tp),
+                   intermediate_size=None if I is None else I // tp,
+                   vocab_size=None if V is None else cdiv(V, tp),
+                   name=f"{shape.name}/tp{tp}")
+
+# %% ../../nbs/00_kv_budget.ipynb #76953d9a
+def all_reduce_bytes(shape: ModelShape, max_num_batched_tokens: int) -> int:
+    "Bytes of the buffer a tensor-parallel all-reduce stages one step's `[tokens, hidden]` activation through"
+    tokens = check_positive('max_num_batched_tokens', max_num_batched_tokens)
+    return tokens * shape.hidden_size * dtype_bytes(shape.dtype)
+
 # %% ../../nbs/00_kv_budget.ipynb #e67f868e
 @dataclass
 class CapacityEstimate:
@@ -361,15 +391,18 @@ def _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, h
 def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16,
              max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
              workspace_bytes: int = 256 * MiB, headroom_frac: float = 0.10, speculative_tokens: int = 0,
-             draft: ModelShape | None = None) -> CapacityEstimate:
+             draft: ModelShape | None = None, tensor_parallel_size: int = 1) -> CapacityEstimate:
     """Concurrent requests whose retained lengths follow the declared sample `lengths` that fit in
-    `memory_bytes` (with `speculative_tokens` guesses each, a `draft` model's weights and KV: chapter 11)"""
+    `memory_bytes` (with `speculative_tokens` guesses each, a `draft` model's weights and KV: chapter 11;
+    on each of `tensor_parallel_size` devices of that memory: the per-rank budget below)"""
     lengths = [check_positive('length', n) for n in lengths]
     if not lengths: raise ValueError("lengths must hold at least one value of the declared distribution")
     check_positive('memory_bytes', memory_bytes); check_positive('block_size', block_size)
     max_len = check_positive('max_model_len', max_model_len or max(lengths))
     k = check_count('speculative_tokens', speculative_tokens)
+    shape, tp = shard_shape(shape, tensor_parallel_size), tensor_parallel_size
     fixed = _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, headroom_frac)
+    if tp > 1: fixed['all_reduce'] = all_reduce_bytes(shape, max_num_batched_tokens)
     if draft is not None: fixed['draft_weights'] = weight_bytes(draft)
     pool = memory_bytes - sum(fixed.values())
     if pool <= 0: raise ValueError(f"memory_bytes {memory_bytes:,} does not cover the fixed terms "
@@ -377,5 +410,6 @@ def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16
     kv = lambda ns: sum(kv_bytes(s, ns, block_size) for s in (shape, draft) if s is not None) / len(ns)
     per_req, spec = kv(lengths), kv([n + k for n in lengths]) - kv(lengths)
     table = cdiv(max_len, block_size) * 4
+    excludes = tuple(x for x in MemoryBudget.excludes if tp == 1 or 'tensor parallel' not in x)
     return CapacityEstimate(memory_bytes, fixed, pool, per_req, table, int(pool // (per_req + spec + table)),
-                            spec)
+                            spec, excludes)
