@@ -174,7 +174,8 @@ def _sampling_from_flags(a):
     except ValueError as x: raise _flag_error(x, SAMPLING_FLAGS) from None
 
 # %% ../nbs/90_cli.ipynb #84dd9e17
-ENGINE_FLAGS = ('dtype', 'block_size', 'num_blocks', 'max_model_len', 'max_num_seqs', 'device')
+ENGINE_FLAGS = ('dtype', 'block_size', 'num_blocks', 'max_model_len', 'max_num_seqs', 'device',
+                'tensor_parallel_size')
 
 def _engine_from_flags(a):
     "The `LLM` of MODEL with the engine flags given; a directory without a checkpoint or tokenizer: an error"
@@ -260,7 +261,8 @@ def _add_generate_parser(sub) -> argparse.ArgumentParser:
     g.add_argument('--ignore-eos', action='store_true', default=None, help='do not stop at end of sequence')
     g.add_argument('--chat', action='store_true', help="PROMPT is one user message through the chat template")
     for flag, kind in [('--dtype', str), ('--block-size', int), ('--num-blocks', int),
-                       ('--max-model-len', int), ('--max-num-seqs', int), ('--device', str)]:
+                       ('--max-model-len', int), ('--max-num-seqs', int), ('--device', str),
+                       ('--tensor-parallel-size', int)]:
         g.add_argument(flag, type=kind, help=f"the engine's {flag[2:].replace('-', '_')} (default: its own)")
     return g
 

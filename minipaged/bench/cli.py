@@ -32,7 +32,8 @@ ENGINE_FLAGS = dict(block_size='page size in token slots',
                     max_model_len="model context (default: the model's)",
                     max_num_seqs='most sequences in a step', max_num_batched_tokens='token budget of a step',
                     enable_prefix_caching='the prefix cache', enable_chunked_prefill='chunked prefill',
-                    batching="'continuous' (iteration-level) or 'static'", device="'cpu' or 'cuda'")
+                    batching="'continuous' (iteration-level) or 'static'", device="'cpu' or 'cuda'",
+                    tensor_parallel_size='ranks, each holding 1/tp of the model (chapter 13)')
 
 # %% ../../nbs/09_serving_benchmark.ipynb #ed1366be
 def engine_flag(name: str) -> str:

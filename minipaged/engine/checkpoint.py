@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['load_weights', 'save_model', 'load_model']
+__all__ = ['load_weights', 'save_model', 'checkpoint_config', 'checkpoint_tensors', 'load_model']
 
 # %% ../../nbs/07_model.ipynb #imp25720
 import json
@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 import torch
 from .model import CausalLM
-from .model_config import config_from_hf, config_to_hf
+from .model_config import config_from_hf, config_to_hf, ModelConfig
 
 # %% ../../nbs/07_model.ipynb #2a73cede
 def _weight_files(path: Path) -> list[Path]:
@@ -66,19 +66,27 @@ def _check_tensors(path, wanted: set, got: set) -> None:
                                     f"{sorted(unexpected)[:3]}")
 
 # %% ../../nbs/07_model.ipynb #7d40d8a2
-def load_model(path, dtype: str | torch.dtype | None = None, device='cpu') -> CausalLM:
-    "Load a Llama or Qwen2 checkpoint directory (config.json + safetensors) into a `CausalLM`"
+def checkpoint_config(path, dtype: str | torch.dtype | None = None) -> ModelConfig:
+    "A checkpoint directory's `ModelConfig`, read from its config.json; in `dtype`, if one is given"
     path = Path(path)
     if not path.is_dir(): raise ValueError(f"checkpoint: {path} is not a directory")
     cfg = config_from_hf(path)
-    if dtype is not None:
-        name = dtype if isinstance(dtype, str) else str(dtype).removeprefix('torch.')
-        cfg = replace(cfg, shape=replace(cfg.shape, dtype=name, kv_dtype=None))
+    if dtype is None: return cfg
+    name = dtype if isinstance(dtype, str) else str(dtype).removeprefix('torch.')
+    return replace(cfg, shape=replace(cfg.shape, dtype=name, kv_dtype=None))
+
+def checkpoint_tensors(cfg: ModelConfig) -> set[str]:
+    "The names of the tensors a checkpoint of `cfg` holds (a tied LM head is the embedding, not stored twice)"
+    with torch.device('meta'): m = CausalLM(cfg)                     # its tensor names, for free
+    return {k for k in m.state_dict() if not (cfg.shape.tie_word_embeddings and k == 'lm_head.weight')}
+
+# %% ../../nbs/07_model.ipynb #77bb12bc
+def load_model(path, dtype: str | torch.dtype | None = None, device='cpu') -> CausalLM:
+    "Load a Llama or Qwen2 checkpoint directory (config.json + safetensors) into a `CausalLM`"
+    cfg = checkpoint_config(path, dtype)
     state = load_weights(path)
     if cfg.shape.tie_word_embeddings: state.pop('lm_head.weight', None)
-    with torch.device('meta'): m = CausalLM(cfg)
-    wanted = {k for k in m.state_dict() if not (cfg.shape.tie_word_embeddings and k == 'lm_head.weight')}
-    _check_tensors(path, wanted, set(state))
+    _check_tensors(path, checkpoint_tensors(cfg), set(state))
     m = CausalLM(cfg).to(getattr(torch, cfg.shape.dtype))
     m.load_state_dict(state, strict=False)
     return m.to(device).eval()

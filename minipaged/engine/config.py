@@ -10,7 +10,7 @@ __all__ = ['CHOICES', 'COMPUTE_DTYPES', 'EngineConfig']
 # %% ../../nbs/08_engine.ipynb #751e52ba
 from dataclasses import dataclass
 import torch
-from ..utils import check_bool, check_int
+from ..utils import check_bool, check_int, check_number
 from ..accounting.budget import canonical_dtype
 from .backend import BACKENDS
 
@@ -60,6 +60,8 @@ class EngineConfig:
     batching: str = 'continuous'          # 'static': chapter 06's request-level batching
     # speculative decoding (chapter 11): {'method': 'ngram' | 'draft_model', 'num_speculative_tokens': k, ...}
     speculative_config: object = None
+    tensor_parallel_size: int = 1         # ranks, each holding 1/tp of every layer (chapter 13)
+    collective_timeout_s: float = 60.0    # how long a rank waits for the others inside a step
 
     def __post_init__(self):
         put = lambda k, v: object.__setattr__(self, k, v)    # frozen: the checked value replaces the given
@@ -69,6 +71,9 @@ class EngineConfig:
             if getattr(self, k) is not None: put(k, check_int(k, getattr(self, k), 1, 2**62))
         for k in ('enable_prefix_caching', 'enable_chunked_prefill'): check_bool(k, getattr(self, k))
         put('seed', check_int('seed', self.seed, 0, 2**63 - 1))
+        put('tensor_parallel_size', check_int('tensor_parallel_size', self.tensor_parallel_size, 1, 1024))
+        put('collective_timeout_s', check_number('collective_timeout_s', self.collective_timeout_s, 0,
+                                                 low_open=True))
         for k in CHOICES: _check_choice(k, getattr(self, k))
         put('device', _device_name(self.device))
         put('dtype', _compute_dtype(self.dtype))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 import torch
 from ..utils import check_bool, check_int, check_number, fmt_bytes, is_int, MiB, patch_to
-from ..accounting.budget import capacity
+from ..accounting.budget import capacity, shard_shape
 from ..attention.cpu import gather_rows_bound
 from .blocks import BlockManager, CacheKeyContext
 from .reservation import ReservationManager
@@ -26,7 +26,8 @@ from .config import EngineConfig
 from .text import check_vocab, Detokenizer, load_tokenizer, render_chat, TextTokenizer
 
 # %% auto #0
-__all__ = ['LLM', 'available_memory', 'batch_metadata', 'zero_blocks', 'CompletionOutput', 'RequestOutput']
+__all__ = ['LLM', 'available_memory', 'batch_metadata', 'StepWork', 'zero_blocks', 'copy_blocks', 'run_work', 'CompletionOutput',
+           'RequestOutput']
 
 # %% ../../nbs/08_engine.ipynb #05c96d49
 class LLM:
@@ -36,21 +37,31 @@ class LLM:
                  config: EngineConfig | None = None, tokenizer=None, **settings):
         cfg = self._check_settings(model, config, tokenizer, settings)   # all, before anything is built
         self.device = torch.device(cfg.device)
-        self.model, self.tokenizer, self.model_id = self._load(model, cfg.dtype, tokenizer)
-        self.config = self.model.config                     # the model's; the engine's is engine_config
-        # the caller of the backend (step) zeroes every block it hands out: chapter 03b's clean pages
-        self.backend = select_attention_backend(cfg.attention_backend, self.device, clean_pages=True)
-        self.budget = None
-        cfg = self.engine_config = self._resolve(cfg)       # what runs: what it left to the engine, decided
-        self._check_pool_fits()
-        self.block_manager = self._make_block_manager(cfg)
-        self.scheduler = Scheduler(self.block_manager, max_num_seqs=cfg.max_num_seqs,
-                                   max_num_batched_tokens=cfg.max_num_batched_tokens,
-                                   max_model_len=cfg.max_model_len, policy=cfg.policy,
-                                   enable_chunked_prefill=cfg.enable_chunked_prefill, batching=cfg.batching)
-        self.kv_caches = allocate_model_cache(self.config, cfg.num_blocks, cfg.block_size, device=self.device)
-        self._init_requests(cfg)
-        self.speculator = self._make_speculator(cfg)          # None unless speculative_config asks (ch. 11)
+        self.workers = None                            # a tensor-parallel engine's other ranks (ch. 13)
+        self.model, self.tokenizer, self.model_id = self._load_ranks(model, cfg, tokenizer)
+        try:                       # a failure from here on stops the workers _load_ranks started
+            self.config = self.model.config                     # the model's; the engine's is engine_config
+            # what this process holds of each layer: all of it, or one rank's share (chapter 00)
+            self.rank_shape = shard_shape(self.config.shape, cfg.tensor_parallel_size)
+            # the caller of the backend (step) zeroes every block it hands out: chapter 03b's clean pages
+            self.backend = select_attention_backend(cfg.attention_backend, self.device, clean_pages=True)
+            self.budget = None
+            cfg = self.engine_config = self._resolve(cfg)   # what runs: what it left to the engine, decided
+            self._check_pool_fits()
+            self.block_manager = self._make_block_manager(cfg)
+            self.scheduler = Scheduler(self.block_manager, max_num_seqs=cfg.max_num_seqs,
+                                       max_num_batched_tokens=cfg.max_num_batched_tokens,
+                                       max_model_len=cfg.max_model_len, policy=cfg.policy,
+                                       enable_chunked_prefill=cfg.enable_chunked_prefill,
+                                       batching=cfg.batching)
+            self.kv_caches = allocate_model_cache(replace(self.config, shape=self.rank_shape), cfg.num_blocks,
+                                                  cfg.block_size, device=self.device)
+            if self.workers is not None: self.workers.allocate_caches(cfg, self.backend)   # theirs too
+            self._init_requests(cfg)
+            self.speculator = self._make_speculator(cfg)    # None unless speculative_config asks (ch. 11)
+        except BaseException:
+            if self.workers is not None: self.workers.shutdown()
+            raise
 
 # %% ../../nbs/08_engine.ipynb #e058806e
 @patch_to(LLM)
@@ -93,10 +104,18 @@ def _checkpoint_path(model) -> Path:
     except ValueError: return path                        # load_model names the missing directory
 
 # %% ../../nbs/08_engine.ipynb #3ba35f6d
+def _text_tokenizer(tokenizer, path, vocab_size: int):
+    "The engine's tokenizer: the one given (a `TextTokenizer`, its vocabulary checked), else the checkpoint's"
+    if tokenizer is None:    # tokenizer.json, tokenizer_config.json, chat_template.jinja: the text section
+        return None if path is None else load_tokenizer(path, vocab_size)
+    if isinstance(tokenizer, TextTokenizer): return tokenizer
+    return check_vocab(TextTokenizer(tokenizer), vocab_size, 'tokenizer')
+
 @patch_to(LLM)
 def _load(self, model, dtype: str | None, tokenizer):
     "The model (a checkpoint's, a `ModelConfig`'s random one, the tiny default, or yours), tokenizer, name"
     if model is None: model = tiny_config()
+    path = None
     if isinstance(model, ModelConfig):
         if dtype and dtype != model.shape.dtype:                       # the model's own dtype changes nothing
             model = replace(model, shape=replace(model.shape, dtype=dtype, kv_dtype=None))
@@ -110,12 +129,18 @@ def _load(self, model, dtype: str | None, tokenizer):
     else:
         path = model = _checkpoint_path(model)
         m, name = load_model(path, dtype=dtype), str(path.resolve())
-        # tokenizer.json, tokenizer_config.json, chat_template.jinja: the text machinery above
-        if tokenizer is None: tokenizer = load_tokenizer(path, m.config.shape.vocab_size)
-    if tokenizer is not None and not isinstance(tokenizer, TextTokenizer):
-        tokenizer = check_vocab(TextTokenizer(tokenizer), m.config.shape.vocab_size, 'tokenizer')
+    tokenizer = _text_tokenizer(tokenizer, path, m.config.shape.vocab_size)
     self.model_version = self._model_version(model, m)
     return m.to(self.device).eval(), tokenizer, name
+
+# %% ../../nbs/08_engine.ipynb #79352e1f
+@patch_to(LLM)
+def _load_ranks(self, model, cfg: EngineConfig, tokenizer):
+    """`_load`; with `tensor_parallel_size` > 1, chapter 13 starts the other ranks and every rank loads its
+    share of the weights"""
+    if cfg.tensor_parallel_size == 1: return self._load(model, cfg.dtype, tokenizer)
+    from minipaged.parallel.engine import load_parallel        # chapter 13 builds on the engine
+    return load_parallel(self, model, cfg, tokenizer)
 
 # %% ../../nbs/08_engine.ipynb #e6918d14
 @patch_to(LLM)
@@ -131,7 +156,7 @@ def _bound_workspace(self, cfg: EngineConfig) -> None:
 def workspace_bytes(self) -> int:
     """The budget's workspace term: the backend's gather buffers at their bound (keys and values of one
     layer), else 256 MiB on a GPU, else 0"""
-    s, ws = self.config.shape, self.backend.workspace
+    s, ws = self.rank_shape, self.backend.workspace
     if ws is not None: return ws.max_rows * s.kv_bytes_per_token // s.num_layers
     return 256 * MiB if self.device.type == 'cuda' else 0
 
@@ -149,12 +174,14 @@ def _blocks_from_budget(self, cfg: EngineConfig) -> int:
     cuda = self.device.type == 'cuda'
     default = torch.cuda.get_device_properties(self.device).total_memory if cuda else 256 * MiB
     memory_bytes = cfg.memory_bytes or default
-    s, B, L = self.config.shape, cfg.block_size, cfg.max_model_len
+    B, L = cfg.block_size, cfg.max_model_len
     k, draft = _speculation_terms(cfg.speculative_config)
-    self.budget = capacity(s, memory_bytes, [L], block_size=B, max_model_len=L,
+    # per rank (chapter 00): rank 0's, which also holds a draft model; every rank's pool has as many blocks
+    self.budget = capacity(self.config.shape, memory_bytes, [L], block_size=B, max_model_len=L,
                            max_num_batched_tokens=cfg.max_num_batched_tokens,
-                           workspace_bytes=self.workspace_bytes, speculative_tokens=k, draft=draft)
-    per_token = s.kv_bytes_per_token + (draft.kv_bytes_per_token if draft is not None else 0)
+                           workspace_bytes=self.workspace_bytes,
+                           speculative_tokens=k, draft=draft, tensor_parallel_size=cfg.tensor_parallel_size)
+    per_token = self.rank_shape.kv_bytes_per_token + (draft.kv_bytes_per_token if draft is not None else 0)
     n = int(self.budget.kv_pool_bytes // (B * per_token))     # a draft's pool has as many blocks as ours
     if n < 1:                                                  # one line: the CLI prints it as its error
         terms = ', '.join(f"{k} {fmt_bytes(v)}" for k, v in self.budget.fixed.items())
@@ -192,7 +219,9 @@ def _check_pool_fits(self) -> None:
     """Refuse a `num_blocks` whose KV pool is larger than the memory free on the device, before the pool is
     built"""
     n, B = self.engine_config.num_blocks, self.engine_config.block_size
-    pool, free = n * B * self.config.shape.kv_bytes_per_token, available_memory(self.device)
+    # a CPU's ranks share its memory; on GPUs each rank has a device of its own
+    ranks_here = self.engine_config.tensor_parallel_size if self.device.type == 'cpu' else 1
+    pool, free = ranks_here * n * B * self.rank_shape.kv_bytes_per_token, available_memory(self.device)
     if free is not None and pool > free:
         raise ValueError(f"num_blocks {n}: a KV pool of {fmt_bytes(pool)} does not fit "
                          f"in the {fmt_bytes(free)} free on {self.device}")
@@ -201,11 +230,12 @@ def _check_pool_fits(self) -> None:
 @patch_to(LLM)
 def _make_block_manager(self, cfg: EngineConfig):
     "The pool's allocator: chapter 05's block manager (keyed for the prefix cache) or 05b's reservations"
-    s, B, n = self.config.shape, cfg.block_size, cfg.num_blocks
+    s, B, n, tp = self.config.shape, cfg.block_size, cfg.num_blocks, cfg.tensor_parallel_size
     if cfg.allocator != 'paged':
         return ReservationManager(n, B, max_model_len=cfg.max_model_len, record_fresh=True)
+    layout = f'paged[{B}]x{s.num_kv_heads}x{s.head_dim}' + (f'/tp{tp}' if tp > 1 else '')
     ctx = CacheKeyContext(model_id=self.model_id, model_version=self.model_version, kv_dtype=s.kv_dtype,
-                          kv_layout=f'paged[{B}]x{s.num_kv_heads}x{s.head_dim}')
+                          kv_layout=layout)
     return BlockManager(n, B, enable_prefix_caching=cfg.enable_prefix_caching, context=ctx, record_fresh=True)
 
 # %% ../../nbs/08_engine.ipynb #22755bf0
@@ -417,14 +447,27 @@ def batch_metadata(pos: list, slots: list, tables: list, ctx: list, cu: list, de
     )
 
 # %% ../../nbs/08_engine.ipynb #3534ddfb
+@dataclass
+class StepWork:
+    """What the model must do in one step, as plain lists: the blocks to zero and copy, the packed batch, the
+    rows to sample (chapter 13 sends it to every rank of a tensor-parallel engine)"""
+    fresh: list                    # blocks handed out without cached content since the last step: zeroed
+    copies: list                   # copy-on-write (src, dst) pairs, run after the zeroing
+    ids: list; pos: list; slots: list; tables: list; ctx: list; cu: list
+    need: list                     # the batch indices of the sequences that complete their pending tokens
+    prompt_lens: list | None = None   # dynamic RoPE only
+    num_decode_rows: int = 0       # and the verifying rows after them (chapter 11)
+    num_verify_rows: int = 0
+
+# %% ../../nbs/08_engine.ipynb #1de4018d
 @patch_to(LLM)
-def _prepare(self, batch: ScheduledBatch):
-    "The model's inputs for a planned batch: token ids, `AttentionMetadata`, the batch rows to sample"
+def _plan_work(self, batch: ScheduledBatch) -> StepWork:
+    "A planned batch's `StepWork`: `_gather`'s lists, the fresh blocks, the step's copies"
     ids, pos, slots, tables, ctx, cu, need = self._gather(batch)
     # dynamic RoPE computes each token at its prompt's length, however the prompt is chunked (chapter 07)
     lens = [len(r.prompt_token_ids) for r in batch.requests] if self.model.dynamic_rope else None
-    meta = batch_metadata(pos, slots, tables, ctx, cu, self.device, lens)
-    return torch.tensor(ids, dtype=torch.int64, device=self.device), meta, need
+    return StepWork(self.block_manager.pop_fresh_blocks(), list(batch.copies), ids, pos, slots, tables,
+                    ctx, cu, need, lens, batch.num_decode_rows, batch.num_verify_rows)
 
 # %% ../../nbs/08_engine.ipynb #7f2a13e1
 def zero_blocks(kv_caches: list, blocks: list[int], device) -> None:
@@ -433,36 +476,36 @@ def zero_blocks(kv_caches: list, blocks: list[int], device) -> None:
     idx = torch.tensor(blocks, device=device)
     for k, v in kv_caches: k.index_fill_(0, idx, 0); v.index_fill_(0, idx, 0)
 
-@patch_to(LLM)
-def _zero_fresh_blocks(self):
-    """Zero, in every layer's K and V cache, the blocks the block manager handed out without cached content
-    since the last call"""
-    zero_blocks(self.kv_caches, self.block_manager.pop_fresh_blocks(), self.device)
-
 # %% ../../nbs/08_engine.ipynb #f634feaa
-@patch_to(LLM)
-def _copy_blocks(self, copies):
+def copy_blocks(kv_caches: list, copies: list, device) -> None:
     "Run copy-on-write copies (src, dst) on every layer's K and V cache"
-    src = torch.tensor([s for s, _ in copies], device=self.device)
-    dst = torch.tensor([d for _, d in copies], device=self.device)
-    for k, v in self.kv_caches: k[dst] = k[src]; v[dst] = v[src]
+    src = torch.tensor([s for s, _ in copies], device=device)
+    dst = torch.tensor([d for _, d in copies], device=device)
+    for k, v in kv_caches: k[dst] = k[src]; v[dst] = v[src]
 
 # %% ../../nbs/08_engine.ipynb #91ca7517
-@patch_to(LLM)
-def _forward(self, batch: ScheduledBatch):
+def run_work(model: CausalLM, kv_caches: list, backend, device, w: StepWork):
     """Zero the fresh blocks, run the copies, run the model: the logits of the rows that complete their
     pending tokens, then every row of each verifying sequence (chapter 11); None if there are none"""
-    # before the copies: a copy-on-write target is fresh too
-    self._zero_fresh_blocks()
-    if batch.copies: self._copy_blocks(batch.copies)
-    ids, meta, need = self._prepare(batch)
-    if not batch.num_verify_rows:
-        hidden = self.model(ids, meta, self.kv_caches, self.backend, last_of=need)
-        return self.model.compute_logits(hidden) if need else None
-    hidden = self.model(ids, meta, self.kv_caches, self.backend)     # every row: a guess needs its own
-    cu, d, v = meta.cu_seqlens_q.tolist(), batch.num_decode_rows, batch.num_verify_rows
-    rows = [cu[i + 1] - 1 for i in need] + list(range(cu[d], cu[d + v]))
-    return self.model.compute_logits(hidden[rows])
+    zero_blocks(kv_caches, w.fresh, device)        # before the copies: a copy-on-write target is fresh too
+    if w.copies: copy_blocks(kv_caches, w.copies, device)
+    ids = torch.tensor(w.ids, dtype=torch.int64, device=device)
+    meta = batch_metadata(w.pos, w.slots, w.tables, w.ctx, w.cu, device, w.prompt_lens)
+    if not w.num_verify_rows:
+        hidden = model(ids, meta, kv_caches, backend, last_of=w.need)
+        return model.compute_logits(hidden) if w.need else None
+    hidden = model(ids, meta, kv_caches, backend)            # every row: a guess needs its own
+    d, v = w.num_decode_rows, w.num_verify_rows
+    rows = [w.cu[i + 1] - 1 for i in w.need] + list(range(w.cu[d], w.cu[d + v]))
+    return model.compute_logits(hidden[rows])
+
+# %% ../../nbs/08_engine.ipynb #9213e2d7
+@patch_to(LLM)
+def _forward(self, batch: ScheduledBatch):
+    "Plan the step's work and run it: here, and on a tensor-parallel engine's other ranks too (chapter 13)"
+    work = self._plan_work(batch)
+    run = lambda: run_work(self.model, self.kv_caches, self.backend, self.device, work)
+    return run() if self.workers is None else self.workers.run(work, run)
 
 # %% ../../nbs/08_engine.ipynb #d18c41d6
 @patch_to(LLM)
@@ -781,6 +824,19 @@ def has_unfinished_requests(self) -> bool:
     """Whether a request is still running or waiting, or a finished one has an output `step` has not
     returned yet"""
     return bool(self._groups or self._stash)
+
+# %% ../../nbs/08_engine.ipynb #74a3d132
+@patch_to(LLM)
+def shutdown(self) -> None:
+    """Stop a tensor-parallel engine's worker processes (chapter 13) and wait for them; calling it again does
+    nothing. Garbage collection and interpreter exit call it too"""
+    if self.workers is not None: self.workers.shutdown()
+
+@patch_to(LLM)
+def __enter__(self): return self
+
+@patch_to(LLM)
+def __exit__(self, *exc): self.shutdown()
 
 # %% ../../nbs/08_engine.ipynb #68b69ebd
 def _as_prompts(prompts) -> list:

@@ -91,10 +91,10 @@ def _arrivals(llm: LLM, pending: list, ids: dict, step: int) -> None:
         ids[llm.add_request(r['prompt'], sp, cache_salt=r['salt'])] = r
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #dfd46106
-def run_case(model, case: dict, max_steps: int = 2000) -> dict:
-    """Serve `case` through the step API on a NaN-poisoned engine, cancelling on schedule, `check_engine`
-    after every step"""
-    llm = LLM(model, max_model_len=64, **{k: case[k] for k in ENGINE_KEYS})
+def run_case(model, case: dict, max_steps: int = 2000, **settings) -> dict:
+    """Serve `case` through the step API on a NaN-poisoned engine (more engine `settings` if given),
+    cancelling on schedule, `check_engine` after every step"""
+    llm = LLM(model, max_model_len=64, **{k: case[k] for k in ENGINE_KEYS}, **settings)
     poison_kv(llm)
     ids, outs, step = {}, {}, 0
     pending = sorted(case['requests'], key=lambda r: r['arrive'])
