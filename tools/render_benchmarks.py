@@ -217,7 +217,23 @@ def http_load(r: dict) -> dict:
                         "referenced afterwards")
 
 
-SUMMARIES = dict(http_overhead=http_overhead, http_load=http_load, speculative=speculative, engine_cpu=engine_cpu, trained_model=trained_model, chapter_times=chapter_times, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
+def tensor_parallel(r: dict) -> dict:
+    "Tensor parallelism: a rank's KV capacity and weights, and the step times, per tensor_parallel_size"
+    caps = '; '.join(f"tp {c['tp']}: {c['kv_heads_per_rank']} KV heads, {c['kv_bytes_per_token_per_rank']:,} B/token, "
+                     f"{c['kv_tokens_per_rank']:,} KV tokens, weights {c['weights_per_rank_mib']:.1f} MiB"
+                     for c in r['capacity'])
+    steps = '; '.join(f"tp {t['tp']}: prefill {t['prefill_step_ms']:.1f} ms, decode {t['decode_step_ms']:.2f} ms "
+                      f"(×{t['decode_vs_first']:.2f}), tokens identical to tp 1: {t['identical_to_tp1']}"
+                      for t in r['timing'])
+    return dict(what=f"Tensor parallelism (chapter 13) on `{r['model']}`, {r['device']}: per-rank KV capacity from "
+                     f"{r['memory_bytes'] / 2**20:.0f} MiB per device, then one prefill step of {r['batch']} prompts of "
+                     f"{r['prompt_len']} tokens and the median decode step",
+                result=f"{caps}. {steps}",
+                against=f"tp 1, same prompts, same run, {r['repeats']} interleaved rounds, medians; each rank "
+                        f"{r['timing'][-1].get('threads_per_rank')} of the {r['threads']} torch threads at the largest tp")
+
+
+SUMMARIES = dict(tensor_parallel=tensor_parallel, http_overhead=http_overhead, http_load=http_load, speculative=speculative, engine_cpu=engine_cpu, trained_model=trained_model, chapter_times=chapter_times, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
                  soak=soak, attention_cpu=attention_cpu, attention_gpu=attention_gpu,
                  side_by_side=side_by_side)
 
@@ -290,6 +306,11 @@ fields and the BENCHMARKS.md of that day; what was not recorded (the commit, for
   and the event loop's Python taking turns with the worker thread at the interpreter lock. The rest is
   contention under load: the server's and the client's CPU seconds are in the file. Running the engine in a
   process of its own, as vLLM does, would take the lock out of it.
+- The tensor-parallel row (chapter 13): on these two cores tp = 2 has no more compute than tp = 1, and each
+  decode step of `pylm` (4 layers) adds 9 all-reduces, a logits gather and the broadcast of the step's work,
+  each a round trip through gloo over loopback; so a step is slower, and what tp buys here is memory (half the
+  KV bytes per token and half the weights per rank, so more than twice the tokens in a rank's pool). On GPUs the same
+  script runs with `--device cuda` over NCCL; it has not been run on a multi-GPU machine.
 - The serving benchmark (`minipaged bench --out bench_results`) writes `bench_results/summary.json`, which is
   not kept here, so it has no row. Its last recorded run (2026-11-29, the default workload: 200 requests,
   Poisson at 4/s, tiny model, 1 thread): 200 completed, 3.99 requests/s, 169.1 output tok/s, goodput 100%,
