@@ -7,7 +7,7 @@ worker that dies or hangs ends the engine with a clear error instead of a hang.
 
 A token may differ only at a near-tie: where one rank's top-2 logits are closer than NEAR_TIE, the row-parallel
 sums' different rounding may pick the other. Logits (as logprobs) must agree within LOGPROB_TOL."""
-import gc, json, os, signal, subprocess, sys, textwrap, time, warnings
+import gc, json, multiprocessing, os, signal, subprocess, sys, textwrap, time, warnings
 import pytest
 import torch
 
@@ -16,7 +16,8 @@ from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCau
 from minipaged.engine.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.parallel.group import TensorParallelError
-from minipaged.testing.engine import check_engine, isolation_failures, random_case, run_case
+from minipaged.engine.model_config import tiny_config
+from minipaged.testing.engine import check_engine, fail_forward, isolation_failures, random_case, run_case
 
 transformers.utils.logging.disable_progress_bar()
 NEAR_TIE, LOGPROB_TOL = 1e-3, 1e-4
@@ -181,7 +182,7 @@ def test_adversarial_cases_at_tp2(gqa, seed):
     assert not isolation_failures(gqa, result)
 
 def test_a_bad_tensor_parallel_size_is_refused_before_any_process(gqa):
-    before = set(p.pid for p in __import__('multiprocessing').active_children())
+    before = set(p.pid for p in multiprocessing.active_children())
     with pytest.raises(ValueError, match='tensor_parallel_size 3 must divide the 8 query heads'):
         LLM(gqa, tensor_parallel_size=3)
     with pytest.raises(ValueError, match='tensor_parallel_size 16 must divide the 8 query heads'):
@@ -190,7 +191,7 @@ def test_a_bad_tensor_parallel_size_is_refused_before_any_process(gqa):
         LLM(gqa, tensor_parallel_size=1.5)
     with pytest.raises(ValueError, match='collective_timeout_s'):
         LLM(gqa, tensor_parallel_size=2, collective_timeout_s=0)
-    assert set(p.pid for p in __import__('multiprocessing').active_children()) <= before
+    assert set(p.pid for p in multiprocessing.active_children()) <= before
 
 def test_workers_stop_on_shutdown_and_garbage_collection(gqa):
     llm = LLM(gqa, block_size=8, num_blocks=16, tensor_parallel_size=2)
@@ -198,11 +199,12 @@ def test_workers_stop_on_shutdown_and_garbage_collection(gqa):
     del llm; gc.collect()
     for p in procs: p.join(10)
     assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]      # stopped, not killed
-    # an engine whose construction fails after its workers started leaves none behind
+    # an engine whose construction fails after its workers started leaves none behind (another test's may run)
+    ranks = lambda: {p.pid for p in multiprocessing.active_children() if p.name.startswith('minipaged-rank')}
+    before = ranks()
     with pytest.raises(ValueError, match='memory_bytes'):
         LLM(gqa, tensor_parallel_size=2, memory_bytes=2 ** 20)
-    gc.collect()
-    assert not [p for p in __import__('multiprocessing').active_children() if p.name.startswith('minipaged-rank')]
+    assert ranks() <= before
 
 def test_a_hung_worker_is_a_timeout_not_a_hang(gqa):
     llm = LLM(gqa, block_size=8, num_blocks=16, tensor_parallel_size=2, collective_timeout_s=2)
@@ -210,7 +212,7 @@ def test_a_hung_worker_is_a_timeout_not_a_hang(gqa):
     os.kill(pid, signal.SIGSTOP)
     try:
         t0 = time.monotonic()
-        with pytest.raises(TensorParallelError, match='a collective failed'):
+        with pytest.raises(TensorParallelError, match='a rank stopped answering'):
             llm.generate([[1, 2, 3]], SamplingParams(max_tokens=4))
         assert time.monotonic() - t0 < 20
     finally:
@@ -250,3 +252,25 @@ def alive(pid: int) -> bool:
     "Whether process `pid` runs (a zombie nobody reaped has ended)"
     try: return open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z'
     except FileNotFoundError: return False
+
+def test_a_rank_0_error_breaks_the_engine_at_once_whatever_its_message(gqa):
+    with LLM(gqa, block_size=8, num_blocks=32, tensor_parallel_size=2, collective_timeout_s=30) as llm:
+        llm.add_request([1, 2, 3, 4], SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True))
+        llm.step()
+        fail_forward(llm, 1, RuntimeError())            # an error with no message, mid-way through a step
+        with pytest.raises(TensorParallelError, match=r'the step failed on rank 0 \(RuntimeError: \)'):
+            llm.step()
+        t0 = time.monotonic()
+        with pytest.raises(TensorParallelError, match='cannot go on'): llm.step()    # at once: no collective
+        assert time.monotonic() - t0 < 5
+
+def test_a_refused_size_leaves_no_temporary_checkpoint(tmp_path, monkeypatch):
+    monkeypatch.setenv('TMPDIR', str(tmp_path))
+    import tempfile; monkeypatch.setattr(tempfile, 'tempdir', None)
+    with pytest.raises(ValueError, match='tensor_parallel_size 3 must divide the 8 query heads'):
+        LLM(tiny_config(), tensor_parallel_size=3)
+    assert not list(tmp_path.glob('minipaged-tp-*'))
+    with LLM(tiny_config(), tensor_parallel_size=2, num_blocks=8) as llm:           # an in-memory model works
+        made = list(tmp_path.glob('minipaged-tp-*'))
+        assert len(made) == 1 and llm.generate([[1, 2]], SamplingParams(max_tokens=2))[0].finished
+    assert not made[0].exists()                                                     # shutdown removed it

@@ -61,7 +61,7 @@ def _workspace_rows(llm: LLM) -> list[dict]:
 # %% ../../nbs/09_serving_benchmark.ipynb #3e545f91
 def _fixed_memory_rows(run: Run, llm: LLM) -> list[dict]:
     "The measured weights, KV pool, process baseline and kept gather workspace beside chapter 00's terms"
-    shape, cfg = llm.config.shape, run.config
+    shape, cfg = llm.rank_shape, run.config                 # this process's: rank 0's share at tp > 1
     weights = sum(p.numel() * p.element_size() for p in llm.model.parameters())
     pool = sum(t.numel() * t.element_size() for kv in llm.kv_caches for t in kv)
     rows = [dict(term='weights', measured=weights, chapter00=weight_bytes(shape), padded_scores=None,
@@ -76,7 +76,7 @@ def _fixed_memory_rows(run: Run, llm: LLM) -> list[dict]:
 # %% ../../nbs/09_serving_benchmark.ipynb #7525d56c
 def _step_peak_rows(run: Run, llm: LLM) -> list[dict]:
     "The largest prefill and decode step peaks over their start beside chapter 00's activation term"
-    shape, rows = llm.config.shape, []
+    shape, rows = llm.rank_shape, []                         # rank 0's share at tp > 1
     for phase in ('prefill', 'decode'):
         steps = [x for x in run.steps if x.get('rss_peak') is not None and x.get('seqs')
                  and (x['prefill_tokens'] > 0) == (phase == 'prefill')]

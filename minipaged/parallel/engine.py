@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['START_TIMEOUT_S', 'rank_device', 'worker_main', 'Workers', 'start_workers', 'load_parallel']
+__all__ = ['LOAD', 'START_TIMEOUT_S', 'rank_device', 'worker_main', 'Workers', 'start_workers', 'load_parallel']
 
 # %% ../../nbs/13_tensor_parallel.ipynb #c9464657
-import datetime, os, shutil, signal, tempfile, time, weakref
+import datetime, os, shutil, signal, tempfile, threading, time, weakref
 from dataclasses import replace
 from pathlib import Path
 import torch
@@ -63,6 +63,7 @@ def worker_main(rank: int, size: int, port: int, spec: dict) -> None:
     store.set(f'up/{rank}', '1')
     try:
         device = rank_device(spec['device'], rank)
+        if device.type == 'cuda': torch.cuda.set_device(device)
         group = TPGroup(store, rank, size, spec['timeout_s'], device)
         _serve(group, load_shard(spec['path'], spec['config'], rank, group, device), device)
     except BaseException as e:
@@ -77,6 +78,7 @@ class Workers:
         self.procs, self.store, self.tmpdir, self.group = procs, store, tmpdir, None
         self.broken: str | None = None          # why the engine cannot go on, once it cannot
         self.closed = False
+        self.lock = threading.Lock()            # one message at a time, whichever thread sends it
 
 @patch_to(Workers)
 def _left_error(self, rank: int) -> str | None:
@@ -93,7 +95,9 @@ def _diagnose(self, error: BaseException | None) -> str:
     for p in self.procs: p.join(max(0.0, deadline - time.monotonic()))
     dead = [f"rank {r} exited with code {p.exitcode}" + (f" ({e})" if (e := self._left_error(r)) else '')
             for r, p in enumerate(self.procs, 1) if p.exitcode is not None]
-    why = '; '.join(dead) or f"a collective failed ({type(error).__name__}: {str(error).splitlines()[0]})"
+    first = (str(error).splitlines() or [''])[0]
+    what = 'a rank stopped answering' if 'timed out' in first.lower() else 'the step failed on rank 0'
+    why = '; '.join(dead) or f"{what} ({type(error).__name__}: {first})"
     return f"tensor parallel: {why}; the engine cannot go on: shut it down and start a new one"
 
 @patch_to(Workers)
@@ -104,35 +108,40 @@ def _check(self) -> None:
         self.broken = self._diagnose(None)
     if self.broken: raise TensorParallelError(self.broken)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #22fbbbbc
+# %% ../../nbs/13_tensor_parallel.ipynb #3ef1c177
 @patch_to(Workers)
-def _call(self, message: tuple, local):
-    "Broadcast `message` to the workers and run rank 0's part, `local()`; a failure breaks the engine"
-    self._check()
-    try:
-        self.group.broadcast(message)
-        return local()
-    except Exception as e:
-        self.broken = self._diagnose(e)
-        raise TensorParallelError(self.broken) from e
-    except BaseException:                  # Ctrl-C part-way through a step: the ranks are out of step
-        self.broken = ("tensor parallel: a step was interrupted part-way, so the ranks are out of step; "
-                       "shut the engine down and start a new one")
-        raise
+def _call(self, message: tuple, local, wait: datetime.timedelta | None = None):
+    """Broadcast `message` to the workers (waiting `wait` at most for them to take it, else the collective
+    timeout) and run rank 0's part, `local()`; a failure breaks the engine"""
+    with self.lock:
+        self._check()
+        try:
+            self.group.broadcast(message, wait)
+            return local()
+        except Exception as e:
+            self.broken = self._diagnose(e)
+            raise TensorParallelError(self.broken) from e
+        except BaseException:              # Ctrl-C part-way through a step: the ranks are out of step
+            self.broken = ("tensor parallel: a step was interrupted part-way, so the ranks are out of step; "
+                           "shut the engine down and start a new one")
+            raise
 
 @patch_to(Workers)
 def run(self, work, local):
     "Chapter 08's `_forward` on every rank: `work` to the workers, `local()` (rank 0's `run_work`) here"
     return self._call(('step', work), local)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #0d583fdc
+# %% ../../nbs/13_tensor_parallel.ipynb #38a6b2aa
+LOAD = datetime.timedelta(minutes=30)     # for the workers to load their shares of a large checkpoint
+
 @patch_to(Workers)
 def allocate_caches(self, cfg, backend) -> None:
     "Every worker allocates its KV cache (as many blocks as rank 0's) and its attention backend; wait for all"
     ws = backend.workspace
     sizes = dict(num_blocks=cfg.num_blocks, block_size=cfg.block_size, backend=backend.name,
                  max_rows=None if ws is None else ws.max_rows)
-    self._call(('cache', sizes), lambda: self.group.gather(torch.ones(1)))
+    # the workers may still be loading their shares: the first message waits for them as long as a start may
+    self._call(('cache', sizes), lambda: self.group.gather(torch.ones(1)), LOAD)
 
 @patch_to(Workers)
 def gather_kv(self, layer: int, kv_caches: list) -> list[tuple]:
@@ -150,9 +159,12 @@ def shutdown(self) -> None:
     if self.closed: return
     self.closed = True
     clean = self.broken is None and self.group is not None and all(p.is_alive() for p in self.procs)
-    if clean:
+    # a step another thread is running finishes first; one that does not (a hung rank) is not waited for long
+    if clean and self.lock.acquire(timeout=self.group.timeout.total_seconds()):
         try: self.group.broadcast(('stop', None))
         except Exception: clean = False
+        finally: self.lock.release()
+    else: clean = False
     for p in self.procs:
         p.join(5 if clean else 0)
         if p.is_alive(): p.kill(); p.join(5)
@@ -186,13 +198,25 @@ def start_workers(path, config, cfg, tmpdir: str | None = None) -> Workers:
     ctx = mp.get_context('spawn')
     procs = [ctx.Process(target=worker_main, args=(r, tp, store.port, spec), daemon=True,
                          name=f'minipaged-rank{r}') for r in range(1, tp)]
-    for p in procs: p.start()
     workers = Workers(procs, store, tmpdir)
-    workers._wait_up()
-    workers.group = TPGroup(store, 0, tp, timeout, rank_device(cfg.device, 0))
+    try:                                       # whatever goes wrong from here (Ctrl-C too), nothing is left
+        for p in procs: p.start()
+        workers._wait_up()
+        workers.group = TPGroup(store, 0, tp, timeout, rank_device(cfg.device, 0))
+    except BaseException: workers.shutdown(); raise
     return workers
 
-# %% ../../nbs/13_tensor_parallel.ipynb #70a64ac7
+# %% ../../nbs/13_tensor_parallel.ipynb #7e5b58ad
+def _check_ranks(config, cfg) -> None:
+    "Refuse a `tensor_parallel_size` that does not split the model, or that names more GPUs than there are"
+    tp = cfg.tensor_parallel_size
+    shard_shape(config.shape, tp)
+    d = torch.device(cfg.device)
+    if d.type == 'cuda' and (d.index or 0) + tp > torch.cuda.device_count():
+        raise ValueError(f"tensor_parallel_size {tp}: ranks on {d} and the GPUs after it need "
+                         f"{(d.index or 0) + tp} GPUs, this machine has {torch.cuda.device_count()}")
+
+# %% ../../nbs/13_tensor_parallel.ipynb #4027b091
 def load_parallel(llm, model, cfg, tokenizer) -> tuple:
     "`LLM._load` of a tensor-parallel engine: start its workers, and load rank 0's share here"
     tmpdir = None
@@ -202,10 +226,12 @@ def load_parallel(llm, model, cfg, tokenizer) -> tuple:
         tokenizer = _text_tokenizer(tokenizer, path, config.shape.vocab_size)
     else:                                                  # not on disk yet: every rank reads one written now
         whole, tokenizer, name = llm._load(model, cfg.dtype, tokenizer)
+        shard_shape(whole.config.shape, cfg.tensor_parallel_size)
         tmpdir = tempfile.mkdtemp(prefix='minipaged-tp-')
-        path, config, version = save_model(whole, tmpdir), whole.config, llm.model_version
+        try: path, config, version = save_model(whole, tmpdir), whole.config, llm.model_version
+        except BaseException: shutil.rmtree(tmpdir, ignore_errors=True); raise
         del whole
-    shard_shape(config.shape, cfg.tensor_parallel_size)      # a tp that does not split it: before any process
+    _check_ranks(config, cfg)              # a tp that does not split the model, too few GPUs: no process
     workers = llm.workers = start_workers(path, config, cfg, tmpdir)
     weakref.finalize(llm, workers.shutdown)
     try: m = load_shard(path, config, 0, workers.group, rank_device(cfg.device, 0))

@@ -76,7 +76,8 @@ def build_server(a):
     try: llm = LLM(path, engine)
     except ValueError as e: sock.close(); raise _engine_error(e, engine) from None
     if llm.tokenizer is None:
-        sock.close(); raise ValueError(f"MODEL {a.model}: it has no tokenizer.json, and a server speaks text")
+        sock.close(); llm.shutdown()
+        raise ValueError(f"MODEL {a.model}: it has no tokenizer.json, and a server speaks text")
     name = a.served_model_name or a.model
     app = build_app(AsyncEngine(llm, a.max_waiting, a.request_timeout), name, a.api_key, template)
     return app, sock, name
