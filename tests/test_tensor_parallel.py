@@ -274,3 +274,17 @@ def test_a_refused_size_leaves_no_temporary_checkpoint(tmp_path, monkeypatch):
         made = list(tmp_path.glob('minipaged-tp-*'))
         assert len(made) == 1 and llm.generate([[1, 2]], SamplingParams(max_tokens=2))[0].finished
     assert not made[0].exists()                                                     # shutdown removed it
+
+@pytest.mark.skipif(__import__('threading').current_thread() is not __import__('threading').main_thread(),
+                    reason='Ctrl-C reaches the main thread only')
+def test_ctrl_c_during_generate_leaves_the_engine_in_step(gqa, tp2):
+    sp = SamplingParams(max_tokens=150, temperature=0.0, ignore_eos=True)
+    timer = __import__('threading').Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt): tp2.generate([list(range(3, 60))], sp)
+    finally: timer.cancel()
+    assert tp2.workers.broken is None and not tp2.has_unfinished_requests()
+    short = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
+    want = LLM(gqa, block_size=4, num_blocks=96).generate([[5, 6, 7]], short)[0].outputs[0].token_ids
+    assert tp2.generate([[5, 6, 7]], short)[0].outputs[0].token_ids == want

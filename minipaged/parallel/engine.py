@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['LOAD', 'START_TIMEOUT_S', 'rank_device', 'worker_main', 'Workers', 'start_workers', 'load_parallel']
+__all__ = ['LOAD', 'START_TIMEOUT_S', 'rank_device', 'worker_main', 'Workers', 'interrupt_after', 'start_workers', 'load_parallel']
 
-# %% ../../nbs/13_tensor_parallel.ipynb #c9464657
-import datetime, os, shutil, signal, tempfile, threading, time, weakref
+# %% ../../nbs/13_tensor_parallel.ipynb #764baa03
+import contextlib, datetime, os, shutil, signal, tempfile, threading, time, weakref
 from dataclasses import replace
 from pathlib import Path
 import torch
@@ -108,12 +108,24 @@ def _check(self) -> None:
         self.broken = self._diagnose(None)
     if self.broken: raise TensorParallelError(self.broken)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #3ef1c177
+# %% ../../nbs/13_tensor_parallel.ipynb #21a6c08b
+@contextlib.contextmanager
+def interrupt_after():
+    "Hold a Ctrl-C that arrives inside the block until the block ends, then deliver it (main thread only)"
+    if threading.current_thread() is not threading.main_thread(): yield; return
+    caught = []
+    old = signal.signal(signal.SIGINT, lambda *a: caught.append(a))
+    try: yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if caught: old(*caught[0]) if callable(old) else signal.raise_signal(signal.SIGINT)
+
+# %% ../../nbs/13_tensor_parallel.ipynb #a2014003
 @patch_to(Workers)
 def _call(self, message: tuple, local, wait: datetime.timedelta | None = None):
     """Broadcast `message` to the workers (waiting `wait` at most for them to take it, else the collective
     timeout) and run rank 0's part, `local()`; a failure breaks the engine"""
-    with self.lock:
+    with self.lock, interrupt_after():
         self._check()
         try:
             self.group.broadcast(message, wait)
@@ -121,7 +133,7 @@ def _call(self, message: tuple, local, wait: datetime.timedelta | None = None):
         except Exception as e:
             self.broken = self._diagnose(e)
             raise TensorParallelError(self.broken) from e
-        except BaseException:              # Ctrl-C part-way through a step: the ranks are out of step
+        except BaseException:              # interrupted part-way (off the main thread): out of step
             self.broken = ("tensor parallel: a step was interrupted part-way, so the ranks are out of step; "
                            "shut the engine down and start a new one")
             raise
@@ -131,7 +143,7 @@ def run(self, work, local):
     "Chapter 08's `_forward` on every rank: `work` to the workers, `local()` (rank 0's `run_work`) here"
     return self._call(('step', work), local)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #38a6b2aa
+# %% ../../nbs/13_tensor_parallel.ipynb #18f04699
 LOAD = datetime.timedelta(minutes=30)     # for the workers to load their shares of a large checkpoint
 
 @patch_to(Workers)
@@ -151,7 +163,7 @@ def gather_kv(self, layer: int, kv_caches: list) -> list[tuple]:
         return list(zip(k, v))
     return self._call(('kv', layer), local)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #d374cf63
+# %% ../../nbs/13_tensor_parallel.ipynb #642b29f5
 @patch_to(Workers)
 def shutdown(self) -> None:
     """Stop the workers (kill any that does not stop within 5 s, or at once if the engine is broken) and
@@ -170,7 +182,7 @@ def shutdown(self) -> None:
         if p.is_alive(): p.kill(); p.join(5)
     if self.tmpdir: shutil.rmtree(self.tmpdir, ignore_errors=True)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #a390e6fe
+# %% ../../nbs/13_tensor_parallel.ipynb #624d9fe5
 START_TIMEOUT_S = 120.0          # for the workers to start: a fresh interpreter imports torch first
 
 @patch_to(Workers)
@@ -187,7 +199,7 @@ def _wait_up(self) -> None:
             raise TensorParallelError(f"tensor parallel: {why}{hint}")
         time.sleep(0.02)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #e4d2ba06
+# %% ../../nbs/13_tensor_parallel.ipynb #25db70f2
 def start_workers(path, config, cfg, tmpdir: str | None = None) -> Workers:
     "Start ranks 1..tp-1 of engine settings `cfg` on checkpoint `path` (its `config`); this process is rank 0"
     tp, timeout = cfg.tensor_parallel_size, cfg.collective_timeout_s
@@ -206,7 +218,7 @@ def start_workers(path, config, cfg, tmpdir: str | None = None) -> Workers:
     except BaseException: workers.shutdown(); raise
     return workers
 
-# %% ../../nbs/13_tensor_parallel.ipynb #7e5b58ad
+# %% ../../nbs/13_tensor_parallel.ipynb #e123699d
 def _check_ranks(config, cfg) -> None:
     "Refuse a `tensor_parallel_size` that does not split the model, or that names more GPUs than there are"
     tp = cfg.tensor_parallel_size
@@ -216,7 +228,7 @@ def _check_ranks(config, cfg) -> None:
         raise ValueError(f"tensor_parallel_size {tp}: ranks on {d} and the GPUs after it need "
                          f"{(d.index or 0) + tp} GPUs, this machine has {torch.cuda.device_count()}")
 
-# %% ../../nbs/13_tensor_parallel.ipynb #4027b091
+# %% ../../nbs/13_tensor_parallel.ipynb #be17272d
 def load_parallel(llm, model, cfg, tokenizer) -> tuple:
     "`LLM._load` of a tensor-parallel engine: start its workers, and load rank 0's share here"
     tmpdir = None
