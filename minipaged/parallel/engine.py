@@ -118,7 +118,8 @@ def interrupt_after():
     try: yield
     finally:
         signal.signal(signal.SIGINT, old)
-        if caught: old(*caught[0]) if callable(old) else signal.raise_signal(signal.SIGINT)
+        if caught and callable(old): old(*caught[0])                 # Python's handler: KeyboardInterrupt
+        elif caught and old == signal.SIG_DFL: signal.raise_signal(signal.SIGINT)   # as it would have, unheld
 
 # %% ../../nbs/13_tensor_parallel.ipynb #a2014003
 @patch_to(Workers)
