@@ -7,7 +7,7 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['LOAD', 'START_TIMEOUT_S', 'rank_device', 'worker_main', 'Workers', 'interrupt_after', 'start_workers', 'load_parallel']
 
-# %% ../../nbs/13_tensor_parallel.ipynb #764baa03
+# %% ../../nbs/13_tensor_parallel.ipynb #7bbb5af8
 import contextlib, datetime, os, shutil, signal, tempfile, threading, time, weakref
 from dataclasses import replace
 from pathlib import Path
@@ -23,13 +23,13 @@ from .group import TensorParallelError, TPGroup
 from .loading import load_shard
 from ..utils import patch_to
 
-# %% ../../nbs/13_tensor_parallel.ipynb #54e0f21d
+# %% ../../nbs/13_tensor_parallel.ipynb #47a840cc
 def rank_device(device, rank: int) -> torch.device:
     "Rank `rank`'s device: the CPU, or the `rank`-th GPU after the one the engine was given"
     d = torch.device(device)
     return d if d.type != 'cuda' else torch.device('cuda', (d.index or 0) + rank)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #98bea8ce
+# %% ../../nbs/13_tensor_parallel.ipynb #44b9f321
 def _allocate(cfg, tp: int, sizes: dict, device) -> tuple:
     "A rank's KV cache (its heads, rank 0's blocks) and attention backend, its workspace bounded as rank 0's"
     kv = allocate_model_cache(replace(cfg, shape=shard_shape(cfg.shape, tp)), sizes['num_blocks'],
@@ -38,7 +38,7 @@ def _allocate(cfg, tp: int, sizes: dict, device) -> tuple:
     if backend.workspace is not None: backend.workspace.max_rows = sizes['max_rows']
     return kv, backend
 
-# %% ../../nbs/13_tensor_parallel.ipynb #999a6bf2
+# %% ../../nbs/13_tensor_parallel.ipynb #32a42e79
 def _serve(group: TPGroup, model, device) -> None:
     "A worker's loop: run each message rank 0 broadcasts, until it says stop"
     kv, backend = None, None
@@ -53,7 +53,7 @@ def _serve(group: TPGroup, model, device) -> None:
         elif kind == 'kv':
             for t in kv[arg]: group.gather(t)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #1566a31a
+# %% ../../nbs/13_tensor_parallel.ipynb #bde3f3ce
 def worker_main(rank: int, size: int, port: int, spec: dict) -> None:
     "A worker process: connect to rank 0's store, load this rank's share, serve; an error goes to the store"
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -71,7 +71,7 @@ def worker_main(rank: int, size: int, port: int, spec: dict) -> None:
         except Exception: pass                                   # rank 0 is gone: nobody to tell
         os._exit(1)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #6a3cdb06
+# %% ../../nbs/13_tensor_parallel.ipynb #2a8d183e
 class Workers:
     "Rank 0's handle on the other ranks of its engine: their processes, the store they met at, the group"
     def __init__(self, procs: list, store, tmpdir: str | None = None):
@@ -87,7 +87,7 @@ def _left_error(self, rank: int) -> str | None:
     try: return self.store.get(key).decode() if self.store.check([key]) else None
     except Exception: return None
 
-# %% ../../nbs/13_tensor_parallel.ipynb #4af3800d
+# %% ../../nbs/13_tensor_parallel.ipynb #78c21d29
 @patch_to(Workers)
 def _diagnose(self, error: BaseException | None) -> str:
     "What went wrong, in one line: the workers that exited (code, their error), else the collective's error"
@@ -108,7 +108,7 @@ def _check(self) -> None:
         self.broken = self._diagnose(None)
     if self.broken: raise TensorParallelError(self.broken)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #21a6c08b
+# %% ../../nbs/13_tensor_parallel.ipynb #9f2cab23
 @contextlib.contextmanager
 def interrupt_after():
     "Hold a Ctrl-C that arrives inside the block until the block ends, then deliver it (main thread only)"
@@ -121,7 +121,7 @@ def interrupt_after():
         if caught and callable(old): old(*caught[0])                 # Python's handler: KeyboardInterrupt
         elif caught and old == signal.SIG_DFL: signal.raise_signal(signal.SIGINT)   # as it would have, unheld
 
-# %% ../../nbs/13_tensor_parallel.ipynb #a2014003
+# %% ../../nbs/13_tensor_parallel.ipynb #d52221ae
 @patch_to(Workers)
 def _call(self, message: tuple, local, wait: datetime.timedelta | None = None):
     """Broadcast `message` to the workers (waiting `wait` at most for them to take it, else the collective
@@ -144,7 +144,7 @@ def run(self, work, local):
     "Chapter 08's `_forward` on every rank: `work` to the workers, `local()` (rank 0's `run_work`) here"
     return self._call(('step', work), local)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #18f04699
+# %% ../../nbs/13_tensor_parallel.ipynb #3ba0f78e
 LOAD = datetime.timedelta(minutes=30)     # for the workers to load their shares of a large checkpoint
 
 @patch_to(Workers)
@@ -164,7 +164,7 @@ def gather_kv(self, layer: int, kv_caches: list) -> list[tuple]:
         return list(zip(k, v))
     return self._call(('kv', layer), local)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #642b29f5
+# %% ../../nbs/13_tensor_parallel.ipynb #6e7d788c
 @patch_to(Workers)
 def shutdown(self) -> None:
     """Stop the workers (kill any that does not stop within 5 s, or at once if the engine is broken) and
@@ -183,7 +183,7 @@ def shutdown(self) -> None:
         if p.is_alive(): p.kill(); p.join(5)
     if self.tmpdir: shutil.rmtree(self.tmpdir, ignore_errors=True)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #624d9fe5
+# %% ../../nbs/13_tensor_parallel.ipynb #edbd1451
 START_TIMEOUT_S = 120.0          # for the workers to start: a fresh interpreter imports torch first
 
 @patch_to(Workers)
@@ -200,7 +200,7 @@ def _wait_up(self) -> None:
             raise TensorParallelError(f"tensor parallel: {why}{hint}")
         time.sleep(0.02)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #25db70f2
+# %% ../../nbs/13_tensor_parallel.ipynb #99d34ab1
 def start_workers(path, config, cfg, tmpdir: str | None = None) -> Workers:
     "Start ranks 1..tp-1 of engine settings `cfg` on checkpoint `path` (its `config`); this process is rank 0"
     tp, timeout = cfg.tensor_parallel_size, cfg.collective_timeout_s
@@ -219,7 +219,7 @@ def start_workers(path, config, cfg, tmpdir: str | None = None) -> Workers:
     except BaseException: workers.shutdown(); raise
     return workers
 
-# %% ../../nbs/13_tensor_parallel.ipynb #e123699d
+# %% ../../nbs/13_tensor_parallel.ipynb #00b438ee
 def _check_ranks(config, cfg) -> None:
     "Refuse a `tensor_parallel_size` that does not split the model, or that names more GPUs than there are"
     tp = cfg.tensor_parallel_size
@@ -229,7 +229,7 @@ def _check_ranks(config, cfg) -> None:
         raise ValueError(f"tensor_parallel_size {tp}: ranks on {d} and the GPUs after it need "
                          f"{(d.index or 0) + tp} GPUs, this machine has {torch.cuda.device_count()}")
 
-# %% ../../nbs/13_tensor_parallel.ipynb #be17272d
+# %% ../../nbs/13_tensor_parallel.ipynb #919289fd
 def load_parallel(llm, model, cfg, tokenizer) -> tuple:
     "`LLM._load` of a tensor-parallel engine: start its workers, and load rank 0's share here"
     tmpdir = None

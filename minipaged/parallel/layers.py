@@ -47,7 +47,7 @@ class RowParallelLinear(nn.Linear):
         y = self.group.all_reduce(F.linear(x, self.weight))
         return y if self.bias is None else y + self.bias
 
-# %% ../../nbs/13_tensor_parallel.ipynb #12bcf681
+# %% ../../nbs/13_tensor_parallel.ipynb #3e7322ed
 class VocabParallelEmbedding(nn.Embedding):
     "An embedding cut by vocabulary rows: each rank looks up the ids in its rows (zeros elsewhere), summed"
     def __init__(self, vocab_size: int, hidden_size: int, rank: int, group):
@@ -59,7 +59,7 @@ class VocabParallelEmbedding(nn.Embedding):
         x = F.embedding(local.clamp(0, self.num_embeddings - 1), self.weight)
         return self.group.all_reduce(x.masked_fill(~mine[..., None], 0))
 
-# %% ../../nbs/13_tensor_parallel.ipynb #4c505e4b
+# %% ../../nbs/13_tensor_parallel.ipynb #a5febf3c
 class ParallelLMHead(nn.Linear):
     """The LM head cut by vocabulary rows: each rank's logits of its rows, gathered on rank 0 without the
     padding; the other ranks get their own slice back (and ignore it)"""
@@ -71,7 +71,7 @@ class ParallelLMHead(nn.Linear):
         parts = self.group.gather(local)
         return local if parts is None else torch.cat(parts, -1)[..., :self.vocab_size]
 
-# %% ../../nbs/13_tensor_parallel.ipynb #b8001c3c
+# %% ../../nbs/13_tensor_parallel.ipynb #add22eee
 def shard_rule(name: str, s: ModelShape, rank: int, tp: int) -> tuple[int, range] | None:
     "The part of checkpoint tensor `name` that rank `rank` of `tp` holds: (dimension, range), or None for all"
     d = s.head_dim
@@ -83,7 +83,7 @@ def shard_rule(name: str, s: ModelShape, rank: int, tp: int) -> tuple[int, range
                  up_proj=(0, mlp), down_proj=(1, mlp), embed_tokens=(0, vocab), lm_head=(0, vocab))
     return rules.get(name.split('.')[-2])          # 'model.layers.0.self_attn.q_proj.weight' -> 'q_proj'
 
-# %% ../../nbs/13_tensor_parallel.ipynb #19e6b97a
+# %% ../../nbs/13_tensor_parallel.ipynb #cc4c99bd
 def take(t, rule: tuple[int, range] | None, rows: int | None = None) -> torch.Tensor:
     """The part of `t` (a tensor, or a safetensors slice, which then reads only that part) that `rule` names,
     zero-padded to `rows` rows (a vocabulary's last slice)"""
@@ -94,7 +94,7 @@ def take(t, rule: tuple[int, range] | None, rows: int | None = None) -> torch.Te
         x = torch.cat([x, x.new_zeros(rows - x.shape[0], *x.shape[1:])])
     return x
 
-# %% ../../nbs/13_tensor_parallel.ipynb #99c7c256
+# %% ../../nbs/13_tensor_parallel.ipynb #66121e4b
 def padded_rows(name: str, s: ModelShape, tp: int) -> int | None:
     "The rows a rank's share of `name` has: `ceil(V / tp)` for the vocabulary's tensors; None for the others"
     return cdiv(s.vocab_size, tp) if name.split('.')[-2] in ('embed_tokens', 'lm_head') else None
@@ -103,7 +103,7 @@ def shard_state(state: dict, s: ModelShape, rank: int, tp: int) -> dict:
     "Rank `rank`'s share of a whole model's state dict"
     return {k: take(v, shard_rule(k, s, rank, tp), padded_rows(k, s, tp)) for k, v in state.items()}
 
-# %% ../../nbs/13_tensor_parallel.ipynb #44c26aeb
+# %% ../../nbs/13_tensor_parallel.ipynb #4582f690
 def shard_model(cfg: ModelConfig, rank: int, group) -> CausalLM:
     """Rank `rank`'s share of a `CausalLM` of `cfg`: column-parallel q/k/v/gate/up, row-parallel o and down,
     the vocabulary split; its `config` is the whole model's"""

@@ -7,7 +7,7 @@ from __future__ import annotations
 # %% auto #0
 __all__ = ['read_shard', 'load_shard']
 
-# %% ../../nbs/13_tensor_parallel.ipynb #abe5f729
+# %% ../../nbs/13_tensor_parallel.ipynb #c36e0d6b
 from pathlib import Path
 import torch
 from ..engine.checkpoint import _check_tensors, _weight_files, checkpoint_tensors
@@ -15,7 +15,7 @@ from ..engine.model import CausalLM
 from ..engine.model_config import ModelConfig
 from .layers import padded_rows, shard_model, shard_rule, take
 
-# %% ../../nbs/13_tensor_parallel.ipynb #2aaf7824
+# %% ../../nbs/13_tensor_parallel.ipynb #130e631a
 def read_shard(path, cfg: ModelConfig, rank: int, tp: int) -> dict[str, torch.Tensor]:
     "The tensors rank `rank` of `tp` holds, read from the checkpoint's safetensors files (only those parts)"
     from safetensors import safe_open
@@ -32,7 +32,7 @@ def read_shard(path, cfg: ModelConfig, rank: int, tp: int) -> dict[str, torch.Te
     _check_tensors(path, checkpoint_tensors(cfg), set(state))
     return state
 
-# %% ../../nbs/13_tensor_parallel.ipynb #b7ace93d
+# %% ../../nbs/13_tensor_parallel.ipynb #d1bb06cc
 def load_shard(path, cfg: ModelConfig, rank: int, group, device='cpu') -> CausalLM:
     "Rank `rank`'s share of the checkpoint at `path` (its config `cfg`), as `shard_model` builds it"
     m = shard_model(cfg, rank, group)
