@@ -7,7 +7,7 @@ worker that dies or hangs ends the engine with a clear error instead of a hang.
 
 A token may differ only at a near-tie: where one rank's top-2 logits are closer than NEAR_TIE, the row-parallel
 sums' different rounding may pick the other. Logits (as logprobs) must agree within LOGPROB_TOL."""
-import gc, json, multiprocessing, os, signal, subprocess, sys, textwrap, time, warnings
+import gc, multiprocessing, os, signal, subprocess, sys, tempfile, textwrap, threading, time, warnings
 import pytest
 import torch
 
@@ -266,7 +266,7 @@ def test_a_rank_0_error_breaks_the_engine_at_once_whatever_its_message(gqa):
 
 def test_a_refused_size_leaves_no_temporary_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setenv('TMPDIR', str(tmp_path))
-    import tempfile; monkeypatch.setattr(tempfile, 'tempdir', None)
+    monkeypatch.setattr(tempfile, 'tempdir', None)
     with pytest.raises(ValueError, match='tensor_parallel_size 3 must divide the 8 query heads'):
         LLM(tiny_config(), tensor_parallel_size=3)
     assert not list(tmp_path.glob('minipaged-tp-*'))
@@ -278,7 +278,7 @@ def test_a_refused_size_leaves_no_temporary_checkpoint(tmp_path, monkeypatch):
 def test_ctrl_c_during_generate_leaves_the_engine_in_step(gqa, tp2):
     # a Ctrl-C reaches the main thread only; Python's own handler makes it a KeyboardInterrupt (a notebook run in
     # this process before may have installed nbdev's, which exits: Python's is put back for the test)
-    if __import__('threading').current_thread() is not __import__('threading').main_thread():
+    if threading.current_thread() is not threading.main_thread():
         pytest.skip('not on the main thread')
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try: ctrl_c_during_generate(gqa, tp2)
@@ -286,7 +286,7 @@ def test_ctrl_c_during_generate_leaves_the_engine_in_step(gqa, tp2):
 
 def ctrl_c_during_generate(gqa, tp2):
     sp = SamplingParams(max_tokens=150, temperature=0.0, ignore_eos=True)
-    timer = __import__('threading').Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt): tp2.generate([list(range(3, 60))], sp)
