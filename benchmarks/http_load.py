@@ -25,7 +25,7 @@ from minipaged.bench.metrics import summarize
 from minipaged.bench.runner import declared_requests, request_params
 from minipaged.bench.workload import LengthDist, Workload
 from minipaged.serve.client import read_metrics, serve_http
-from minipaged.training.recipe import shipped_model
+from minipaged.model.fetch import shipped_model
 
 
 def workload(n: int, rate: float) -> Workload:

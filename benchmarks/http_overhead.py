@@ -21,7 +21,7 @@ from minipaged.bench.metrics import summarize
 from minipaged.bench.runner import serve
 from minipaged.serve.client import serve_http
 from minipaged.serve.worker import run_async
-from minipaged.training.recipe import shipped_model
+from minipaged.model.fetch import shipped_model
 
 COLUMNS = ('completed', 'cancelled', 'output_throughput', 'ttft_median_ms', 'ttft_p99_ms', 'itl_median_ms',
            'itl_p99_ms', 'tpot_median_ms', 'e2e_median_ms')

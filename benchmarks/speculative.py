@@ -14,7 +14,7 @@ import argparse, json, time
 import harness
 from minipaged import LLM, SamplingParams
 from minipaged.engine.speculative import DISABLE_BY_BATCH_SIZE
-from minipaged.training.recipe import shipped_model
+from minipaged.model.fetch import shipped_model
 from minipaged.utils import format_rows
 
 NGRAM = dict(method='ngram', num_speculative_tokens=6, prompt_lookup_min=1, prompt_lookup_max=3)

@@ -10,7 +10,8 @@ import argparse, json
 from pathlib import Path
 import harness
 import torch
-from minipaged.training.recipe import Recipe, _saved_tokenizer, evaluate_checkpoint, prepare_data, shipped_model
+from minipaged.model.fetch import shipped_model
+from minipaged.training.recipe import Recipe, _saved_tokenizer, evaluate_checkpoint, prepare_data
 from minipaged.utils import format_rows
 
 

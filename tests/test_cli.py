@@ -130,7 +130,7 @@ def test_unreadable_workload(tmp_path, where, msg):
     (('--threads', '0'), '--threads must be a positive integer'), (('--threads', '1000000'), '--threads must be at most'),
     (('--num-blocks', str(10**12)), '--num-blocks: num_blocks 1000000000000: a KV pool of'), (('--max-model-len', str(10**8)), '--max-model-len'),
     (('--allocator', 'reserved', '--num-blocks', '1'), '--num-blocks'), (('--num-blocks', '1', '--ablations'), "--ablations, row 'reserved B=16'"),
-    (('--block-size', str(10**5)), 'no --num-blocks given'), (('--model', '/no/such/dir'), '--model'),
+    (('--block-size', str(10**5)), '--block-size: block_size 100000: one KV block takes'), (('--model', '/no/such/dir'), '--model'),
     (('--num-requests', 'four'), "argument --num-requests: invalid int value: 'four'"), (('--rate', 'fast'), "argument --rate: invalid float value"),
     (('--rate',), 'argument --rate: expected one argument'), (('--frobnicate',), 'unrecognized arguments: --frobnicate')])
 def test_bad_bench_option_is_one_line_before_anything_runs(tmp_path, args, named):

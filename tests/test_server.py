@@ -14,7 +14,7 @@ from minipaged.engine.sampler import SamplingParams
 from minipaged.serve.api import build_app, ServerThread
 from minipaged.serve.client import read_metrics
 from minipaged.serve.worker import AsyncEngine
-from minipaged.training.recipe import shipped_model
+from minipaged.model.fetch import shipped_model
 
 PYLM = shipped_model('pylm')
 KEY = 'sk-test'

@@ -73,7 +73,7 @@ def test_starved_pool_chunked_prefill(method):
 def test_trained_model_greedy_identical():
     "The course's model and its shipped draft, on held-out code prompts"
     import json
-    from minipaged.training.recipe import shipped_model
+    from minipaged.model.fetch import shipped_model
     texts = [json.loads(l)['prompt'] for l in (shipped_model() / 'prompts.jsonl').read_text().splitlines()[:6]]
     params = SamplingParams(temperature=0, max_tokens=40)
     want = [o.outputs[0].token_ids for o in LLM('pylm').generate(texts, params)]

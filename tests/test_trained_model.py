@@ -8,7 +8,7 @@ transformers = pytest.importorskip('transformers')
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from minipaged.engine.llm import LLM
 from minipaged.engine.sampler import SamplingParams
-from minipaged.training.recipe import shipped_model
+from minipaged.model.fetch import shipped_model
 
 transformers.utils.logging.disable_progress_bar()
 FILES = ('config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json',

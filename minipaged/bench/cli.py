@@ -16,6 +16,7 @@ from ..utils import fmt_bytes, write_figure
 from ..utils import format_rows
 from ..engine.config import CHOICES, EngineConfig
 from ..engine.llm import LLM
+from ..model.fetch import model_path, shipped_model
 from .workload import ARRIVALS, LengthDist, Workload, workload_from_json, workload_to_json
 from .ablations import ablation_configs, run_ablations
 from .runner import repeat, Run, run_summary, serve, spread
@@ -157,17 +158,15 @@ def _check_choice_options(a) -> None:
 TINY_RANDOM = 'tiny-random'
 
 def _bench_model(name) -> str | None:
-    """The checkpoint `--model` names (a directory, or a shipped model's name), the shipped `pylm` when it is
-    not given, or None for chapter 07's tiny random model (`tiny-random`, or no shipped model)"""
-    from minipaged.training.recipe import shipped_model
+    """The checkpoint `--model` names (chapter 07a's `model_path`: a directory, a shipped or fetched model's
+    name), the shipped `pylm` when it is not given, or None for chapter 07's tiny random model (`tiny-random`,
+    or no shipped model)"""
     if name == TINY_RANDOM: return None
-    if name is None or (not Path(name).exists() and len(Path(name).parts) == 1):
-        try: return str(shipped_model(name or 'pylm'))
-        except ValueError:
-            if name is not None:
-                raise ValueError(f"--model must be a checkpoint directory, got {name!r}") from None
-            return None
-    return name
+    if name is not None:
+        try: return str(model_path(name))
+        except ValueError as e: raise ValueError(f"--model: {e}") from None
+    try: return str(shipped_model('pylm'))
+    except ValueError: return None
 
 def _default_workload(model) -> Workload:
     "DEFAULT_WORKLOAD; for a model shipping `prompts.jsonl` (chapter 07b), those prompts, ending at EOS"

@@ -53,7 +53,7 @@ class EngineConfig:
     attention_backend: str = 'auto'       # 'torch', 'sdpa', 'triton'; 'auto': Triton on a GPU, SDPA elsewhere
     device: str = 'cpu'                   # any torch device ('cuda:1' too)
     dtype: str | None = None              # of the weights and activations; None: the model's own
-    memory_bytes: int | None = None       # the budget's memory; None: the GPU's total, or 256 MiB on a CPU
+    memory_bytes: int | None = None       # the budget's memory; None: a GPU's total; a CPU's: 256 MiB of KV
     policy: str = 'fcfs'                  # the waiting queue's order: arrival, or (priority, arrival)
     seed: int = 0                         # seeds the samples that bring no seed of their own
     allocator: str = 'paged'              # 'reserved': chapter 05b's max_model_len reservation per request

@@ -6,7 +6,7 @@ Docs: https://minipaged.github.io/minipaged/engine.html.md"""
 
 # %% ../../nbs/08_engine.ipynb #adc42d20
 from __future__ import annotations
-import difflib, itertools, time
+import difflib, itertools, math, time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 import torch
@@ -24,10 +24,11 @@ from .checkpoint import load_model
 from .sampler import Logprob, sample_tokens, SamplingParams, token_logprobs
 from .config import EngineConfig
 from .text import check_vocab, Detokenizer, load_tokenizer, render_chat, TextTokenizer
+from ..model.fetch import model_path
 
 # %% auto #0
-__all__ = ['LLM', 'available_memory', 'batch_metadata', 'StepWork', 'zero_blocks', 'copy_blocks', 'run_work', 'CompletionOutput',
-           'RequestOutput']
+__all__ = ['CPU_KV_BYTES', 'LLM', 'available_memory', 'batch_metadata', 'StepWork', 'zero_blocks', 'copy_blocks', 'run_work',
+           'CompletionOutput', 'RequestOutput']
 
 # %% ../../nbs/08_engine.ipynb #05c96d49
 class LLM:
@@ -94,15 +95,6 @@ def _model_version(self, model, m: CausalLM) -> str:
                else f"in-memory:{id(m):x}")
     return version + f";{next(m.parameters()).dtype}"
 
-# %% ../../nbs/08_engine.ipynb #5dd30285
-def _checkpoint_path(model) -> Path:
-    "A checkpoint directory; a bare name that is not one may name a model the repository ships (chapter 07b)"
-    path = Path(model)
-    if path.exists() or len(path.parts) != 1: return path
-    from minipaged.training.recipe import shipped_model   # training builds on the engine: imported late
-    try: return shipped_model(str(model))
-    except ValueError: return path                        # load_model names the missing directory
-
 # %% ../../nbs/08_engine.ipynb #3ba35f6d
 def _text_tokenizer(tokenizer, path, vocab_size: int):
     "The engine's tokenizer: the one given (a `TextTokenizer`, its vocabulary checked), else the checkpoint's"
@@ -127,7 +119,7 @@ def _load(self, model, dtype: str | None, tokenizer):
                              "(model.to(...)) or pass a checkpoint or a ModelConfig")
         m, name = model, model.config.shape.name
     else:
-        path = model = _checkpoint_path(model)
+        path = model = model_path(model)     # a directory, or a shipped or fetched model's name (ch. 07a)
         m, name = load_model(path, dtype=dtype), str(path.resolve())
     tokenizer = _text_tokenizer(tokenizer, path, m.config.shape.vocab_size)
     self.model_version = self._model_version(model, m)
@@ -169,24 +161,40 @@ def _speculation_terms(spec) -> tuple[int, object]:
     return spec.num_speculative_tokens, draft_shape(spec.model)
 
 @patch_to(LLM)
+def _budget(self, cfg: EngineConfig, memory_bytes: int):
+    "Chapter 00's capacity estimate of `memory_bytes` per rank: rank 0's, which also holds a draft model"
+    k, draft = _speculation_terms(cfg.speculative_config)
+    return capacity(self.config.shape, memory_bytes, [cfg.max_model_len], block_size=cfg.block_size,
+                    max_model_len=cfg.max_model_len, max_num_batched_tokens=cfg.max_num_batched_tokens,
+                    workspace_bytes=self.workspace_bytes, speculative_tokens=k, draft=draft,
+                    tensor_parallel_size=cfg.tensor_parallel_size)
+
+# %% ../../nbs/08_engine.ipynb #5bd1533d
+CPU_KV_BYTES = 256 * MiB     # a CPU engine's KV pool when memory_bytes is not given
+
+@patch_to(LLM)
+def _default_memory(self, cfg: EngineConfig) -> int:
+    "The budget's memory when `memory_bytes` is not given: a GPU's total; on a CPU, the fixed terms + 256 MiB"
+    if self.device.type == 'cuda': return torch.cuda.get_device_properties(self.device).total_memory
+    probe = 1 << 62                                       # the fixed terms but the headroom: any memory's
+    fixed = self._budget(cfg, probe).fixed
+    rest, frac = sum(v for k, v in fixed.items() if k != 'headroom'), fixed['headroom'] / probe
+    return math.ceil((rest + CPU_KV_BYTES + 1) / (1 - frac))       # the headroom is a share of the whole
+
+# %% ../../nbs/08_engine.ipynb #faad3ee8
+@patch_to(LLM)
 def _blocks_from_budget(self, cfg: EngineConfig) -> int:
     "The blocks of `cfg.block_size` slots that chapter 00's budget leaves for the KV pool (and the draft's)"
-    cuda = self.device.type == 'cuda'
-    default = torch.cuda.get_device_properties(self.device).total_memory if cuda else 256 * MiB
-    memory_bytes = cfg.memory_bytes or default
-    B, L = cfg.block_size, cfg.max_model_len
-    k, draft = _speculation_terms(cfg.speculative_config)
-    # per rank (chapter 00): rank 0's, which also holds a draft model; every rank's pool has as many blocks
-    self.budget = capacity(self.config.shape, memory_bytes, [L], block_size=B, max_model_len=L,
-                           max_num_batched_tokens=cfg.max_num_batched_tokens,
-                           workspace_bytes=self.workspace_bytes,
-                           speculative_tokens=k, draft=draft, tensor_parallel_size=cfg.tensor_parallel_size)
+    _, draft = _speculation_terms(cfg.speculative_config)
     per_token = self.rank_shape.kv_bytes_per_token + (draft.kv_bytes_per_token if draft is not None else 0)
+    B, memory_bytes = cfg.block_size, cfg.memory_bytes or self._default_memory(cfg)
+    self.budget = self._budget(cfg, memory_bytes)
     n = int(self.budget.kv_pool_bytes // (B * per_token))     # a draft's pool has as many blocks as ours
     if n < 1:                                                  # one line: the CLI prints it as its error
         terms = ', '.join(f"{k} {fmt_bytes(v)}" for k, v in self.budget.fixed.items())
-        raise ValueError(f"memory_bytes: {fmt_bytes(memory_bytes)} leaves no room for one KV block after "
-                         f"{terms} and the headroom")
+        given = f"memory_bytes {fmt_bytes(memory_bytes)}" if cfg.memory_bytes else "the default memory"
+        raise ValueError(f"block_size {B}: one KV block takes {fmt_bytes(B * per_token)}, more than the "
+                         f"{fmt_bytes(self.budget.kv_pool_bytes)} KV pool that {given} leaves after {terms}")
     return n
 
 # %% ../../nbs/08_engine.ipynb #e702cadb

@@ -177,10 +177,11 @@ def make_speculator(llm, config: SpeculativeConfig) -> Speculator:
 
 # %% ../../nbs/11_speculative_decoding.ipynb #0b6f2b4e
 from .checkpoint import load_model
-from .llm import _checkpoint_path, batch_metadata, zero_blocks
+from .llm import batch_metadata, zero_blocks
 from .model import allocate_model_cache, CausalLM, random_model
 from .model_config import config_from_hf, ModelConfig
 from .backend import select_attention_backend
+from ..model.fetch import model_path
 
 # %% ../../nbs/11_speculative_decoding.ipynb #fbe0f713
 def load_draft(model, llm) -> CausalLM:
@@ -188,7 +189,7 @@ def load_draft(model, llm) -> CausalLM:
     if isinstance(model, CausalLM): m = model
     elif isinstance(model, ModelConfig): m = random_model(model)
     elif isinstance(model, (str, Path)):
-        try: m = load_model(_checkpoint_path(model))
+        try: m = load_model(model_path(model))
         except (OSError, ValueError) as x: raise ValueError(f"speculative_config.model: {x}") from None
     else: raise ValueError("speculative_config.model must be a checkpoint directory, a ModelConfig or a "
                            f"CausalLM, got {type(model).__name__}")
@@ -202,7 +203,7 @@ def draft_shape(model):
     "The draft's `ModelShape` (a checkpoint's from its config.json alone), for the engine's memory budget"
     if isinstance(model, CausalLM): return model.config.shape
     if isinstance(model, ModelConfig): return model.shape
-    try: return config_from_hf(_checkpoint_path(model)).shape
+    try: return config_from_hf(model_path(model)).shape
     except (OSError, TypeError, ValueError) as x: raise ValueError(f"speculative_config.model: {x}") from None
 
 # %% ../../nbs/11_speculative_decoding.ipynb #ac50ab61

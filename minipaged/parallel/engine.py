@@ -17,8 +17,9 @@ import torch.multiprocessing as mp
 from ..accounting.budget import shard_shape
 from ..engine.backend import select_attention_backend
 from ..engine.checkpoint import checkpoint_config, save_model
-from ..engine.llm import _checkpoint_path, _text_tokenizer, run_work
+from ..engine.llm import _text_tokenizer, run_work
 from ..engine.model import allocate_model_cache
+from ..model.fetch import model_path
 from .group import TensorParallelError, TPGroup
 from .loading import load_shard
 from ..utils import patch_to
@@ -234,7 +235,7 @@ def load_parallel(llm, model, cfg, tokenizer) -> tuple:
     "`LLM._load` of a tensor-parallel engine: start its workers, and load rank 0's share here"
     tmpdir = None
     if isinstance(model, (str, Path)):
-        path = _checkpoint_path(model)
+        path = model_path(model)
         config, name = checkpoint_config(path, cfg.dtype), str(path.resolve())
         tokenizer = _text_tokenizer(tokenizer, path, config.shape.vocab_size)
     else:                                                  # not on disk yet: every rank reads one written now

@@ -60,14 +60,15 @@ def listen(host: str, port: int) -> socket.socket:
 def build_server(a):
     "The checked flags as (the FastAPI app, the listening socket, the served model's name)"
     import torch
-    from minipaged.bench.cli import _bench_model, _engine_error, BENCH_ENGINE, ENGINE_FLAGS
+    from minipaged.bench.cli import _engine_error, BENCH_ENGINE, ENGINE_FLAGS
     from minipaged.engine.llm import LLM
     from minipaged.serve.api import build_app
     from minipaged.serve.worker import AsyncEngine
     _check_serve_numbers(a)
-    template, path = _chat_template(a.chat_template), _bench_model(a.model)
-    if path is None or not (Path(path) / 'config.json').is_file():
-        raise ValueError(f"MODEL {a.model}: not a checkpoint directory or a shipped model")
+    from minipaged.model.fetch import model_path
+    template, path = _chat_template(a.chat_template), model_path(a.model)     # a bare name: ch. 07a's
+    if not (path / 'config.json').is_file():
+        raise ValueError(f"MODEL {a.model}: not a checkpoint directory (it has no config.json)")
     given = {k: getattr(a, k) for k in ENGINE_FLAGS if getattr(a, k, None) is not None}
     try: engine = replace(BENCH_ENGINE, **given)
     except ValueError as e: raise _engine_error(e, BENCH_ENGINE) from None

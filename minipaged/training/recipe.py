@@ -5,14 +5,13 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['Recipe', 'prepare_data', 'corpus_record', 'write_checkpoint', 'evaluate_checkpoint', 'model_card', 'param_count', 'checkpoint_bytes', 'write_prompts', 'run', 'main', 'shipped_model']
+__all__ = ['Recipe', 'prepare_data', 'corpus_record', 'write_checkpoint', 'evaluate_checkpoint', 'model_card', 'param_count', 'checkpoint_bytes', 'write_prompts', 'run', 'main']
 
 # %% ../../nbs/07b_training.ipynb #8b35facd
 import argparse, json, platform, sys, time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 import torch
-import minipaged
 from ..accounting.budget import ModelShape
 from ..engine.checkpoint import load_model, save_model
 from ..engine.model import random_model
@@ -249,11 +248,3 @@ def main(argv=None) -> int:
           f"gzip -9 {b['gzip']:.3f};"
           f" valid Python {m['valid_python']:.0%} of {m['num_completions']} completions")
     return 0
-
-# %% ../../nbs/07b_training.ipynb #1fe85b17
-def shipped_model(name: str = 'pylm') -> Path:
-    "The checkpoint directory `models/<name>` of the repository minipaged runs from"
-    path = Path(minipaged.__file__).resolve().parent.parent / 'models' / name
-    if not (path / 'config.json').exists():
-        raise ValueError(f"shipped model {name!r}: no checkpoint at {path} (`make train` builds models/pylm)")
-    return path
