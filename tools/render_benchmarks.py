@@ -233,9 +233,30 @@ def tensor_parallel(r: dict) -> dict:
                         f"{r['timing'][-1].get('threads_per_rank')} of the {r['threads']} torch threads at the largest tp")
 
 
+def smollm2_cpu(r: dict) -> dict:
+    "The real model (chapter 07a) on this CPU: the engine against transformers, memory, what bfloat16 changes"
+    rows, m, same = {x['system']: x['tok_per_s'] for x in r['rows']}, r['memory'], r['bfloat16_first_difference']
+    ours, padded = r['minipaged_tok_per_s'], r['padded_tok_per_s']
+    return dict(what=f"SmolLM2-135M-Instruct (chapter 07a) on CPU, float32, {plural(r['threads'], 'torch thread')}: "
+                     f"{r['requests']} chat prompts × {r['new_tokens']} greedy tokens at once, and one request alone "
+                     f"({r['alone_tokens']} tokens)",
+                result=f"**{median(ours):.0f} tok/s** 32 at once ({span(ours, '.0f')} over {r['rounds']} rounds), "
+                       f"{rows['minipaged, one request alone']:.1f} tok/s alone; greedy tokens identical to "
+                       f"transformers one at a time: {r['identical']}/{r['requests']}, alone: {r['alone_identical']}; "
+                       f"RSS {m['rss_before_load_mib']:.0f} → {m['rss_after_load_mib']:.0f} MiB loaded, high-water "
+                       f"{m['rss_high_water_mib']:.0f} MiB serving (weights {m['weights_bytes'] / 2**20:.0f} MiB, KV "
+                       f"pool {m['kv_pool_bytes'] / 2**20:.0f} MiB); in bfloat16, {sum(x == r['new_tokens'] for x in same)}"
+                       f"/{len(same)} continuations identical to float32, the first difference at token "
+                       f"{median(same):.0f} (median)",
+                against=f"transformers generate on the same GGUF file, same run: one padded batch of 32 "
+                        f"{median(padded):.0f} tok/s ({span(padded, '.0f')}; {r['padded_identical']}/{r['requests']} "
+                        f"identical), one at a time {rows['transformers generate, one at a time']:.1f} tok/s, alone "
+                        f"{rows['transformers, one request alone']:.1f} tok/s")
+
+
 SUMMARIES = dict(tensor_parallel=tensor_parallel, http_overhead=http_overhead, http_load=http_load, speculative=speculative, engine_cpu=engine_cpu, trained_model=trained_model, chapter_times=chapter_times, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
                  soak=soak, attention_cpu=attention_cpu, attention_gpu=attention_gpu,
-                 side_by_side=side_by_side)
+                 side_by_side=side_by_side, smollm2_cpu=smollm2_cpu)
 
 
 def machine_cell(h: dict) -> str:

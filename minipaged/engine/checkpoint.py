@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['load_weights', 'save_model', 'checkpoint_config', 'checkpoint_tensors', 'load_model']
+__all__ = ['load_weights', 'save_model', 'checkpoint_config', 'checkpoint_shapes', 'checkpoint_tensors', 'check_shapes', 'load_model']
 
 # %% ../../nbs/07_model.ipynb #imp25720
 import json
@@ -75,10 +75,30 @@ def checkpoint_config(path, dtype: str | torch.dtype | None = None) -> ModelConf
     name = dtype if isinstance(dtype, str) else str(dtype).removeprefix('torch.')
     return replace(cfg, shape=replace(cfg.shape, dtype=name, kv_dtype=None))
 
+def checkpoint_shapes(cfg: ModelConfig) -> dict[str, tuple]:
+    "Name and shape of each tensor a checkpoint of `cfg` holds (a tied LM head is the embedding: not stored)"
+    with torch.device('meta'): m = CausalLM(cfg)                     # its tensors' names and shapes, for free
+    return {k: tuple(v.shape) for k, v in m.state_dict().items()
+            if not (cfg.shape.tie_word_embeddings and k == 'lm_head.weight')}
+
 def checkpoint_tensors(cfg: ModelConfig) -> set[str]:
-    "The names of the tensors a checkpoint of `cfg` holds (a tied LM head is the embedding, not stored twice)"
-    with torch.device('meta'): m = CausalLM(cfg)                     # its tensor names, for free
-    return {k for k in m.state_dict() if not (cfg.shape.tie_word_embeddings and k == 'lm_head.weight')}
+    "The names of the tensors a checkpoint of `cfg` holds"
+    return set(checkpoint_shapes(cfg))
+
+# %% ../../nbs/07_model.ipynb #d0e7e536
+_SHAPE_FIELDS = (('embed_tokens', 'vocab_size, hidden_size'), ('lm_head', 'vocab_size, hidden_size'),
+                 ('q_proj', 'num_attention_heads x head_dim'), ('o_proj', 'num_attention_heads x head_dim'),
+                 ('k_proj', 'num_key_value_heads x head_dim'), ('v_proj', 'num_key_value_heads x head_dim'),
+                 ('mlp', 'intermediate_size, hidden_size'), ('norm', 'hidden_size'))
+
+def check_shapes(path, cfg: ModelConfig, got: dict) -> None:
+    "Every tensor of `got` ({name: shape}) has the shape config.json gives it; else a ValueError naming it"
+    want = checkpoint_shapes(cfg)
+    for k, shape in got.items():
+        if k in want and tuple(shape) != want[k]:
+            fields = next((f for key, f in _SHAPE_FIELDS if key in k), 'its shape')
+            raise ValueError(f"checkpoint: {path}: tensor {k} has shape {tuple(shape)}, but "
+                             f"config.json ({fields}) gives {want[k]}")
 
 # %% ../../nbs/07_model.ipynb #77bb12bc
 def load_model(path, dtype: str | torch.dtype | None = None, device='cpu') -> CausalLM:
@@ -87,6 +107,7 @@ def load_model(path, dtype: str | torch.dtype | None = None, device='cpu') -> Ca
     state = load_weights(path)
     if cfg.shape.tie_word_embeddings: state.pop('lm_head.weight', None)
     _check_tensors(path, checkpoint_tensors(cfg), set(state))
+    check_shapes(path, cfg, {k: v.shape for k, v in state.items()})
     m = CausalLM(cfg).to(getattr(torch, cfg.shape.dtype))
     m.load_state_dict(state, strict=False)
     return m.to(device).eval()

@@ -153,8 +153,12 @@ def _read_config(config) -> dict:
     if isinstance(config, dict): return config
     p = Path(config); p = p / 'config.json' if p.is_dir() else p
     if not p.exists(): raise ValueError(f"checkpoint: no config.json at {p}")
-    try: return json.loads(p.read_text())
-    except json.JSONDecodeError as e: raise ValueError(f"checkpoint: {p} is not valid JSON ({e})") from None
+    try: parsed = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"checkpoint: {p} is not valid JSON ({e})") from None
+    if not isinstance(parsed, dict):
+        raise ValueError(f"checkpoint: {p} must hold a JSON object, got a {type(parsed).__name__}")
+    return parsed
 
 # %% ../../nbs/07_model.ipynb #58e0bc65
 def _architecture(config: dict) -> str:

@@ -10,7 +10,7 @@ __all__ = ['read_shard', 'load_shard']
 # %% ../../nbs/13_tensor_parallel.ipynb #c36e0d6b
 from pathlib import Path
 import torch
-from ..engine.checkpoint import _check_tensors, _weight_files, checkpoint_tensors
+from ..engine.checkpoint import _check_tensors, _weight_files, check_shapes, checkpoint_tensors
 from ..engine.model import CausalLM
 from ..engine.model_config import ModelConfig
 from .layers import padded_rows, shard_model, shard_rule, take
@@ -23,9 +23,11 @@ def read_shard(path, cfg: ModelConfig, rank: int, tp: int) -> dict[str, torch.Te
     for f in _weight_files(Path(path)):
         try:
             with safe_open(str(f), 'pt') as h:
+                check_shapes(path, cfg, {k: h.get_slice(k).get_shape() for k in h.keys()})   # the whole's
                 for k in h.keys():
                     rule, rows = shard_rule(k, s, rank, tp), padded_rows(k, s, tp)
                     state[k] = h.get_tensor(k) if rule is None else take(h.get_slice(k), rule, rows)
+        except ValueError: raise                          # a shape config.json does not give: named
         except Exception as e:
             raise ValueError(f"checkpoint: cannot read {f.name} ({type(e).__name__}: {e})") from None
     if s.tie_word_embeddings: state.pop('lm_head.weight', None)
