@@ -8,7 +8,7 @@ answering the `openai` client.
 The model must have been fetched (`minipaged fetch smollm2-135m-instruct`; `make test` does it first): these tests
 skip without it, and fail instead under MINIPAGED_REQUIRE_MODELS=1 (as `make test` sets), so CI cannot pass by
 skipping them."""
-import os, re, subprocess, sys, time
+import os, re, subprocess, sys
 from pathlib import Path
 import pytest, torch
 from minipaged.engine.llm import LLM
