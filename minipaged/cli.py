@@ -295,7 +295,14 @@ class ChatSession:
     def reply(self, text: str, write=None, cancel: threading.Event | None = None) -> dict:
         "Stream the reply to `text`; the exchange joins the history only if the reply ended by itself"
         prompt = self.llm.chat_prompt(self.messages(text))
-        out, timings = _stream(self.llm, prompt, self.params, write, cancel)
+        n = len(prompt['prompt_token_ids'])
+        room = self.llm.engine_config.max_model_len - n           # a reply stops where the context does
+        refused = lambda why: dict(text='', finish_reason='refused', kept=False, error=why, output_tokens=0,
+                                   ttft_s=None, tokens_per_s=None, prompt_tokens=n, cached_tokens=0)
+        if room < 1: return refused(f"the conversation fills the model's context ({n} tokens)")
+        params = replace(self.params, max_tokens=min(self.params.max_tokens, room))
+        try: out, timings = _stream(self.llm, prompt, params, write, cancel)
+        except ValueError as x: return refused(str(x))               # refused at the door: the chat goes on
         c = out.outputs[0]
         kept = c.finish_reason in ('stop', 'length')
         if kept: self.turns += [{'role': 'user', 'content': text}, {'role': 'assistant', 'content': c.text}]
@@ -336,11 +343,11 @@ def _interrupt_sets(event: threading.Event):
 def _write_out(s: str) -> None: sys.stdout.write(s); sys.stdout.flush()
 
 # %% ../nbs/90_cli.ipynb #d4488de7
-def chat_loop(session: ChatSession, read=input, write=_write_out, err=sys.stderr.write) -> int:
-    "Answer each line `read` returns until /exit or the end of input; the number of replies"
+def chat_loop(session: ChatSession, read=input, write=_write_out, err=sys.stderr.write, prompt='>>> ') -> int:
+    "Answer each line `read(prompt)` returns until /exit or the end of input; the number of replies"
     replies = 0
     while True:
-        try: line = read('>>> ')
+        try: line = read(prompt)
         except EOFError: write('\n'); return replies
         except KeyboardInterrupt: write('\n'); err(f"({CHAT_HELP})\n"); continue
         cmd = line.strip()
@@ -361,7 +368,8 @@ def cmd_chat(a) -> dict:
     except ValueError as x: raise ValueError(f"MODEL {a.model}: {x}") from None     # no chat template
     with contextlib.suppress(ImportError): import readline  # noqa: F401 (line editing and history for input)
     sys.stderr.write(f"minipaged chat with {a.model}: {CHAT_HELP}\n")
-    chat_loop(ChatSession(llm, params, a.system))
+    prompt = '>>> ' if sys.stdin.isatty() else ''                 # a pipe reads replies, not prompts
+    chat_loop(ChatSession(llm, params, a.system), prompt=prompt)
     return {}
 
 def _add_chat_parser(sub) -> argparse.ArgumentParser:

