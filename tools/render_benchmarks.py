@@ -332,6 +332,13 @@ fields and the BENCHMARKS.md of that day; what was not recorded (the commit, for
   each a round trip through gloo over loopback; so a step is slower, and what tp buys here is memory (half the
   KV bytes per token and half the weights per rank, so more than twice the tokens in a rank's pool). On GPUs the same
   script runs with `--device cuda` over NCCL; it has not been run on a multi-GPU machine.
+- The H200 row: the devices are lent to some sessions only; this one ran `benchmarks/attention_gpu.py` unchanged
+  at commit `391012d` (`provenance` in the JSON: its header first named another repository's commit, corrected
+  here). The decode and prefill tile sweeps run beside it (`../shared/gpu/`) came from no committed script, so
+  they have no row; the prefill goal it missed is issue 34's.
+- The SmolLM2 row (chapter 07a): RSS after loading is about the weights and the KV pool plus the loader's
+  transient copy (it builds a randomly initialised model, then copies the checkpoint's tensors in); the
+  high-water mark adds the run's activations and transformers' import is kept out of it (measured first).
 - The serving benchmark (`minipaged bench --out bench_results`) writes `bench_results/summary.json`, which is
   not kept here, so it has no row. Its last recorded run (2026-11-29, the default workload: 200 requests,
   Poisson at 4/s, tiny model, 1 thread): 200 completed, 3.99 requests/s, 169.1 output tok/s, goodput 100%,
