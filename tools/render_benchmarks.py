@@ -244,7 +244,7 @@ def smollm2_cpu(r: dict) -> dict:
                        f"{rows['minipaged, one request alone']:.1f} tok/s alone; greedy tokens identical to "
                        f"transformers one at a time: {r['identical']}/{r['requests']}, alone: {r['alone_identical']}; "
                        f"RSS {m['rss_before_load_mib']:.0f} → {m['rss_after_load_mib']:.0f} MiB loaded, high-water "
-                       f"{m['rss_high_water_mib']:.0f} MiB serving (weights {m['weights_bytes'] / 2**20:.0f} MiB, KV "
+                       f"{m['rss_high_water_mib']:.0f} MiB by the end (weights {m['weights_bytes'] / 2**20:.0f} MiB, KV "
                        f"pool {m['kv_pool_bytes'] / 2**20:.0f} MiB); in bfloat16, {sum(x == r['new_tokens'] for x in same)}"
                        f"/{len(same)} continuations identical to float32, the first difference at token "
                        f"{median(same):.0f} (median)",
@@ -336,9 +336,10 @@ fields and the BENCHMARKS.md of that day; what was not recorded (the commit, for
   at commit `391012d` (`provenance` in the JSON: its header first named another repository's commit, corrected
   here). The decode and prefill tile sweeps run beside it (`../shared/gpu/`) came from no committed script, so
   they have no row; the prefill goal it missed is issue 34's.
-- The SmolLM2 row (chapter 07a): RSS after loading is about the weights and the KV pool plus the loader's
-  transient copy (it builds a randomly initialised model, then copies the checkpoint's tensors in); the
-  high-water mark adds the run's activations and transformers' import is kept out of it (measured first).
+- The SmolLM2 row (chapter 07a): the engine's memory is measured before transformers is imported. The
+  high-water mark is already reached by the end of loading (1,411 MiB in a separate check that read it right
+  after `LLM(...)`): the loader holds the checkpoint's tensors and the model's own at once. After loading, RSS
+  exceeds the weights plus the KV pool by about 170 MiB, which `malloc_trim` does not return; not traced yet.
 - The serving benchmark (`minipaged bench --out bench_results`) writes `bench_results/summary.json`, which is
   not kept here, so it has no row. Its last recorded run (2026-11-29, the default workload: 200 requests,
   Poisson at 4/s, tiny model, 1 thread): 200 completed, 3.99 requests/s, 169.1 output tok/s, goodput 100%,
