@@ -249,7 +249,7 @@ def _print_generate(r) -> None:
 
 # %% ../nbs/90_cli.ipynb #43f89f26
 MODEL_HELP = ("a checkpoint directory (config.json, weights, tokenizer.json), or a model's name: pylm, or "
-              "one fetched")
+              "one fetched (minipaged fetch)")
 
 def _add_engine_options(p) -> None:
     "The engine settings that make sense for one conversation or prompt, each defaulting to the engine's own"
@@ -262,7 +262,7 @@ def _add_generate_parser(sub) -> argparse.ArgumentParser:
     "The `generate` subcommand: a checkpoint, a prompt, the sampling flags and a few engine settings"
     g = sub.add_parser('generate', help='generate text from a checkpoint, streamed as it is produced',
                        description=cmd_generate.__doc__)
-    g.add_argument('model', metavar='MODEL', help=MODEL_HELP + ' (minipaged fetch)')
+    g.add_argument('model', metavar='MODEL', help=MODEL_HELP)
     g.add_argument('prompt', metavar='PROMPT', help='the prompt (with --chat: one user message)')
     for flag, kind, help in [('--max-tokens', int, 'tokens to generate (default 16)'),
                              ('--n', int, 'samples'), ('--temperature', float, '0 is greedy (default 1.0)'),
@@ -376,7 +376,7 @@ def _add_chat_parser(sub) -> argparse.ArgumentParser:
     "The `chat` subcommand: a model, a system prompt, the sampling flags of a reply, the engine settings"
     c = sub.add_parser('chat', help='talk to a model in the terminal, the conversation kept',
                        description=cmd_chat.__doc__)
-    c.add_argument('model', metavar='MODEL', help=MODEL_HELP + ' (minipaged fetch)')
+    c.add_argument('model', metavar='MODEL', help=MODEL_HELP)
     c.add_argument('--system', help='a system prompt that opens the conversation')
     d = CHAT_SAMPLING
     for flag, kind, help in [('--temperature', float, f"0 is greedy (default {d['temperature']})"),

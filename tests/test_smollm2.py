@@ -48,13 +48,13 @@ def reference(smol):
 
 
 def hf_greedy(model, prompts: list[list[int]], new: int) -> list[list[int]]:
-    """transformers' greedy tokens, `new` of each prompt whatever EOS says: the prompts as one left-padded batch,
-    and any prompt whose tokens then differ from `ours` again alone, unpadded (the reference proper)"""
+    """transformers' greedy tokens, `new` of each prompt whatever EOS says, the prompts as one left-padded batch
+    (fast; a prompt the engine then disagrees with is run again alone by `hf_alone`, the reference proper)"""
     L, pad = max(map(len, prompts)), model.config.pad_token_id or 0
     ids = torch.tensor([[pad] * (L - len(p)) + p for p in prompts])
     mask = torch.tensor([[0] * (L - len(p)) + [1] * len(p) for p in prompts])
     with torch.no_grad():
-        out = model.generate(ids, attention_mask=mask, max_new_tokens=new, min_new_tokens=0, do_sample=False,
+        out = model.generate(ids, attention_mask=mask, max_new_tokens=new, do_sample=False,
                              eos_token_id=None, pad_token_id=pad)
     return [o[L:].tolist() for o in out]
 
