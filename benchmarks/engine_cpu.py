@@ -2,7 +2,7 @@
 
 Declared workload: 64 requests, prompts uniform on 8..256 tokens, outputs uniform on 16..128 tokens
 (ignore_eos, greedy), seed 0. Model: a random Llama with hidden 256, 4 layers, 8 query / 4 KV heads,
-head dim 32, MLP 512, vocabulary 256, float32 (`minipaged.engine.model_config.tiny_config()`), saved as a Hugging
+head dim 32, MLP 512, vocabulary 256, float32 (`minipaged.model.config.tiny_config()`), saved as a Hugging
 Face checkpoint and loaded by both sides. Reports output tokens per second for:
   - minipaged `LLM.generate` (continuous batching over the paged cache),
   - transformers `generate`, one request at a time,
@@ -147,9 +147,9 @@ if __name__ == '__main__':
         if a.threads < 1: ap.error(f"--threads must be >= 1, got {a.threads}")
         torch.set_num_threads(a.threads)
     from transformers import LlamaForCausalLM
-    from minipaged.engine.model import random_model
-    from minipaged.engine.checkpoint import save_model
-    from minipaged.engine.model_config import tiny_config
+    from minipaged.model.causal_lm import random_model
+    from minipaged.model.checkpoint import save_model
+    from minipaged.model.config import tiny_config
     import transformers; transformers.utils.logging.disable_progress_bar()
     torch.manual_seed(0)
     reqs = workload(a.requests)

@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     rows = r['checkpoints']
     first, last = rows[0]['rss_mib'], rows[-1]['rss_mib']
     r['rss_growth_first_to_last_checkpoint_mib'] = round(last - first, 1)
-    r['engine'] = dict(model='tiny random Llama (minipaged.engine.model_config.tiny_config(), seed 0)', block_size=a.block_size, num_blocks=a.num_blocks,
+    r['engine'] = dict(model='tiny random Llama (minipaged.model.config.tiny_config(), seed 0)', block_size=a.block_size, num_blocks=a.num_blocks,
                        max_num_batched_tokens=a.max_num_batched_tokens, threads=a.threads,
                        arrival_rate=a.arrival_rate, cancel_rate=a.cancel_rate)
     print(harness.header_line())

@@ -13,7 +13,7 @@ at batch 1 on other prompts (the last ones of the file) and uses the fastest.
 import argparse, json, time
 import harness
 from minipaged import LLM, SamplingParams
-from minipaged.engine.speculative import DISABLE_BY_BATCH_SIZE
+from minipaged.speculative.speculators import DISABLE_BY_BATCH_SIZE
 from minipaged.model.fetch import shipped_model
 from minipaged.utils import format_rows
 

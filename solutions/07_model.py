@@ -1,7 +1,7 @@
 "Worked solutions to the exercises of chapter 07 (the model)."
 import torch
-from minipaged.engine.backend import AttentionMetadata
-from minipaged.engine.model import allocate_model_cache, single_sequence_metadata
+from minipaged.attention.backend import AttentionMetadata
+from minipaged.model.causal_lm import allocate_model_cache, single_sequence_metadata
 
 
 def layer_parameters(cfg) -> int:

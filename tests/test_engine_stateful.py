@@ -26,8 +26,8 @@ import pytest
 from hypothesis import HealthCheck, event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from minipaged import LLM, SamplingParams
-from minipaged.engine.model import random_model
-from minipaged.engine.model_config import tiny_config
+from minipaged.model.causal_lm import random_model
+from minipaged.model.config import tiny_config
 from minipaged.testing.engine import check_engine, poison_kv, serve_alone
 
 MODEL = random_model(tiny_config())

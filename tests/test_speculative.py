@@ -5,8 +5,8 @@ either pool, and no rejected guess ever a prefix-cache hit."""
 from dataclasses import replace
 import pytest
 from minipaged import LLM, SamplingParams
-from minipaged.engine.model import random_model
-from minipaged.engine.model_config import tiny_config
+from minipaged.model.causal_lm import random_model
+from minipaged.model.config import tiny_config
 from minipaged.testing.engine import check_engine
 
 TARGET = random_model(tiny_config(), seed=0)

@@ -16,7 +16,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCau
 from minipaged.engine.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.parallel.group import TensorParallelError
-from minipaged.engine.model_config import tiny_config
+from minipaged.model.config import tiny_config
 from minipaged.testing.engine import check_engine, fail_forward, isolation_failures, random_case, run_case
 
 transformers.utils.logging.disable_progress_bar()

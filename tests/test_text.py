@@ -14,9 +14,9 @@ transformers = pytest.importorskip('transformers')
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 from minipaged import LLM, SamplingParams
-from minipaged.engine.model import contiguous_forward
-from minipaged.engine.model_config import tiny_config
-from minipaged.engine.text import Detokenizer, TextTokenizer, find_stop, load_tokenizer
+from minipaged.model.causal_lm import contiguous_forward
+from minipaged.model.config import tiny_config
+from minipaged.model.tokenizer import Detokenizer, TextTokenizer, find_stop, load_tokenizer
 from minipaged.testing.text import CHAT_TEMPLATE, tiny_text_checkpoint, train_tiny_bpe
 
 transformers.utils.logging.disable_progress_bar()

@@ -88,7 +88,7 @@ def test_triton_backend_under_the_interpreter(checkpoint, reference):
 
 def test_paged_logits_match_contiguous(checkpoint, reference):
     """Every logits row the engine samples from equals the cache-free contiguous forward within 1e-4 (float32)."""
-    from minipaged.engine.model import contiguous_forward
+    from minipaged.model.causal_lm import contiguous_forward
     _, path = checkpoint
     prompts, news, want = reference
     llm = LLM(path, block_size=4, max_num_batched_tokens=9)        # chunked prefill over small pages

@@ -306,7 +306,7 @@ def _bench_result(args, workload: Workload, slo: SLO, runs: list[Run], summaries
     "What `minipaged bench` measured, as `summary.json` holds it (before the files are added)"
     run = runs[0]
     return dict(model=getattr(args, 'model', None)
-                or 'tiny random Llama (minipaged.engine.model_config.tiny_config(), seed 0)',
+                or 'tiny random Llama (minipaged.model.config.tiny_config(), seed 0)',
                 workload=asdict(workload), slo=asdict(slo), config=run.config, summaries=summaries,
                 spread=spread(summaries) if len(runs) > 1 else [], kv_high_water=high_water_rows(run),
                 chapter01_agreement=chapter01_agreement(run), process_memory=process_memory_rows(run, llm),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from ..utils import check_bool, check_int, check_number
 from ..accounting.budget import canonical_dtype
-from .backend import BACKENDS
+from ..attention.backend import BACKENDS
 
 # %% ../../nbs/08_engine.ipynb #a2cb5210
 CHOICES = dict(attention_backend=BACKENDS, policy=('fcfs', 'priority'), allocator=('paged', 'reserved'),
@@ -78,5 +78,5 @@ class EngineConfig:
         put('device', _device_name(self.device))
         put('dtype', _compute_dtype(self.dtype))
         if self.speculative_config is not None:                # checked by chapter 11, which defines it
-            from minipaged.engine.speculative import speculative_config
+            from minipaged.speculative.speculators import speculative_config
             put('speculative_config', speculative_config(self.speculative_config))

@@ -17,13 +17,13 @@ from .blocks import BlockManager, CacheKeyContext
 from .reservation import ReservationManager
 from .request import FinishReason, Request, ScheduledBatch, Status
 from .scheduler import Scheduler
-from .backend import AttentionMetadata, select_attention_backend
-from .model import allocate_model_cache, CausalLM, random_model
-from .model_config import ModelConfig, tiny_config
-from .checkpoint import load_model
+from ..attention.backend import AttentionMetadata, select_attention_backend
+from ..model.causal_lm import allocate_model_cache, CausalLM, random_model
+from ..model.config import ModelConfig, tiny_config
+from ..model.checkpoint import load_model
 from .sampler import Logprob, sample_tokens, SamplingParams, token_logprobs
 from .config import EngineConfig
-from .text import check_vocab, Detokenizer, load_tokenizer, render_chat, TextTokenizer
+from ..model.tokenizer import check_vocab, Detokenizer, load_tokenizer, render_chat, TextTokenizer
 from ..model.fetch import model_path
 
 # %% auto #0
@@ -157,7 +157,7 @@ def _speculation_terms(spec) -> tuple[int, object]:
     "What guessing adds to the budget (chapter 11): the guesses per request, and the draft model's shape"
     if spec is None: return 0, None
     if spec.method != 'draft_model': return spec.num_speculative_tokens, None
-    from minipaged.engine.speculative import draft_shape
+    from minipaged.speculative.speculators import draft_shape
     return spec.num_speculative_tokens, draft_shape(spec.model)
 
 @patch_to(LLM)
@@ -251,7 +251,7 @@ def _make_block_manager(self, cfg: EngineConfig):
 def _make_speculator(self, cfg: EngineConfig):
     "Chapter 11's speculative decoder (n-gram or draft model) if the config asks for one, else None"
     if cfg.speculative_config is None: return None
-    from minipaged.engine.speculative import make_speculator     # chapter 11 builds on the engine
+    from minipaged.speculative.speculators import make_speculator     # chapter 11 builds on the engine
     return make_speculator(self, cfg.speculative_config)
 
 # %% ../../nbs/08_engine.ipynb #8345561a

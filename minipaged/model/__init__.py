@@ -1,2 +1,2 @@
-"""Real models: a GGUF file turned into a Hugging Face checkpoint (convert), fetched by name from the package registry and
-cached (fetch)."""
+"""The model the engine serves: its config, RoPE, the causal LM on the paged cache, checkpoints and tokenizers
+(chapter 07); a GGUF file turned into a Hugging Face checkpoint and fetched by name (chapter 07a)."""

@@ -15,10 +15,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from ..accounting.budget import shard_shape
-from ..engine.backend import select_attention_backend
-from ..engine.checkpoint import checkpoint_config, save_model
+from ..attention.backend import select_attention_backend
+from ..model.checkpoint import checkpoint_config, save_model
 from ..engine.llm import _text_tokenizer, run_work
-from ..engine.model import allocate_model_cache
+from ..model.causal_lm import allocate_model_cache
 from ..model.fetch import model_path
 from .group import TensorParallelError, TPGroup
 from .loading import load_shard

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from ..accounting.budget import ModelShape, shard_shape
-from ..engine.model import CausalLM
-from ..engine.model_config import ModelConfig
+from ..model.causal_lm import CausalLM
+from ..model.config import ModelConfig
 from ..utils import cdiv
 
 # %% ../../nbs/13_tensor_parallel.ipynb #cb7da4d8

@@ -10,9 +10,9 @@ __all__ = ['read_shard', 'load_shard']
 # %% ../../nbs/13_tensor_parallel.ipynb #c36e0d6b
 from pathlib import Path
 import torch
-from ..engine.checkpoint import _check_tensors, _weight_files, check_shapes, checkpoint_tensors
-from ..engine.model import CausalLM
-from ..engine.model_config import ModelConfig
+from ..model.checkpoint import _check_tensors, _weight_files, check_shapes, checkpoint_tensors
+from ..model.causal_lm import CausalLM
+from ..model.config import ModelConfig
 from .layers import padded_rows, shard_model, shard_rule, take
 
 # %% ../../nbs/13_tensor_parallel.ipynb #130e631a

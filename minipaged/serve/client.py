@@ -174,8 +174,8 @@ def _check_http_options(a) -> None:
 # %% ../../nbs/12_online_serving.ipynb #5adfc84d
 def _client_tokenizer(model) -> tuple[int, object]:
     "(vocab size, encode or None) of the checkpoint `model` (None: chapter 07's tiny random model)"
-    from minipaged.engine.model_config import tiny_config
-    from minipaged.engine.text import load_tokenizer, read_json
+    from minipaged.model.config import tiny_config
+    from minipaged.model.tokenizer import load_tokenizer, read_json
     if model is None: return tiny_config().shape.vocab_size, None
     vocab = read_json(f'{model}/config.json')['vocab_size']
     tok = load_tokenizer(model, vocab)

@@ -46,8 +46,8 @@ def tiny_gguf(path, architecture: str = 'llama', quant: str = 'Q4_1', tied: bool
     """A GGUF file of a random two-layer Llama (or Qwen2, with biases) written as llama.cpp's converter writes
     one; with `return_weights`, also the weights that went in, by Hugging Face name"""
     import gguf
-    from minipaged.engine.model import random_model
-    from minipaged.engine.model_config import tiny_config
+    from minipaged.model.causal_lm import random_model
+    from minipaged.model.config import tiny_config
     tokens, types, merges = tiny_vocab()
     cfg = tiny_config({'llama': 'LlamaForCausalLM', 'qwen2': 'Qwen2ForCausalLM'}[architecture], num_layers=2,
                       vocab_size=len(tokens), hidden_size=128, num_q_heads=4, num_kv_heads=2, head_dim=32,

@@ -33,9 +33,9 @@ def tiny_text_checkpoint(path, vocab_size: int = 320, seed: int = 0, merged_scal
     random tiny Llama of `vocab_size` tokens whose BOS and EOS are <s> and </s>; its output rows of the merged
     tokens are scaled by `merged_scale`, so that its text has words more often than stray bytes"""
     import torch
-    from minipaged.engine.checkpoint import save_model
-    from minipaged.engine.model import random_model
-    from minipaged.engine.model_config import tiny_config
+    from minipaged.model.checkpoint import save_model
+    from minipaged.model.causal_lm import random_model
+    from minipaged.model.config import tiny_config
     path = Path(path); path.mkdir(parents=True, exist_ok=True)
     tok = train_tiny_bpe(); tok.save(str(path / 'tokenizer.json'))
     config = dict(bos_token='<s>', eos_token='</s>', chat_template=CHAT_TEMPLATE)

@@ -12,7 +12,7 @@ import ast, gzip, math, random
 import numpy as np
 import torch
 import torch.nn.functional as F
-from ..engine.model import CausalLM
+from ..model.causal_lm import CausalLM
 from ..engine.sampler import SamplingParams
 from .corpus import _lines
 from .loop import training_forward

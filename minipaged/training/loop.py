@@ -11,7 +11,7 @@ __all__ = ['training_forward', 'lm_loss', 'stream_windows', 'batch_order', 'lr_a
 import math, time
 import torch
 import torch.nn.functional as F
-from ..engine.model import Attention, CausalLM, apply_rope
+from ..model.causal_lm import Attention, CausalLM, apply_rope
 from ..utils import check_int, progress
 
 # %% ../../nbs/07b_training.ipynb #044209d1

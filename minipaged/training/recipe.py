@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 import torch
 from ..accounting.budget import ModelShape
-from ..engine.checkpoint import load_model, save_model
-from ..engine.model import random_model
-from ..engine.model_config import ModelConfig
+from ..model.checkpoint import load_model, save_model
+from ..model.causal_lm import random_model
+from ..model.config import ModelConfig
 from .corpus import corpus_files, corpus_sha256, read_documents, split_files, stdlib_root
 from .evaluate import (bigram_nll, bits_per_byte, gzip_bits_per_byte, model_nll,
                                          function_headers, sample_completions, sample_headers, tune_bigram)

@@ -12,8 +12,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 import torch
-from .model import CausalLM
-from .model_config import config_from_hf, config_to_hf, ModelConfig
+from .causal_lm import CausalLM
+from .config import config_from_hf, config_to_hf, ModelConfig
 
 # %% ../../nbs/07_model.ipynb #2a73cede
 def _weight_files(path: Path) -> list[Path]:

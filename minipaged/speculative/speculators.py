@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from ..utils import check_int, patch_to
-from .blocks import BlockManager, CacheKeyContext, NoFreeBlocksError
-from .sampler import filter_logits
+from ..engine.blocks import BlockManager, CacheKeyContext, NoFreeBlocksError
+from ..engine.sampler import filter_logits
 
 # %% auto #0
 __all__ = ['SPEC_METHODS', 'DISABLE_BY_BATCH_SIZE', 'SpeculativeConfig', 'speculative_config', 'ngram_propose', 'accept_greedy',
@@ -176,11 +176,11 @@ def make_speculator(llm, config: SpeculativeConfig) -> Speculator:
     return (NgramSpeculator if config.method == 'ngram' else DraftModelSpeculator)(llm, config)
 
 # %% ../../nbs/11_speculative_decoding.ipynb #0b6f2b4e
-from .checkpoint import load_model
-from .llm import batch_metadata, zero_blocks
-from .model import allocate_model_cache, CausalLM, random_model
-from .model_config import config_from_hf, ModelConfig
-from .backend import select_attention_backend
+from ..model.checkpoint import load_model
+from ..engine.llm import batch_metadata, zero_blocks
+from ..model.causal_lm import allocate_model_cache, CausalLM, random_model
+from ..model.config import config_from_hf, ModelConfig
+from ..attention.backend import select_attention_backend
 from ..model.fetch import model_path
 
 # %% ../../nbs/11_speculative_decoding.ipynb #fbe0f713

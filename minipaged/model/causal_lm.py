@@ -11,9 +11,9 @@ import torch.nn.functional as F
 from torch import nn
 from ..accounting.budget import ModelShape
 from ..attention.cache import allocate_kv_cache, check_slot_mapping, write_kv
-from .backend import (attention_calls, AttentionMetadata, last_token_calls,
+from ..attention.backend import (attention_calls, AttentionMetadata, last_token_calls,
                                       select_attention_backend)
-from .model_config import ModelConfig
+from .config import ModelConfig
 from .rope import apply_rope, cos_sin, rope_lengths, rope_table, scaled_inv_freq
 from ..utils import patch_to
 

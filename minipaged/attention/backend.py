@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch
 from functools import partial
 from typing import Callable
-from ..attention.cpu import PageWorkspace, plan_pages, sdpa_decode_attention, sdpa_prefill_attention
-from ..attention.reference import paged_decode_attention, paged_prefill_attention
+from .cpu import PageWorkspace, plan_pages, sdpa_decode_attention, sdpa_prefill_attention
+from .reference import paged_decode_attention, paged_prefill_attention
 
 # %% ../../nbs/07_model.ipynb #e43fb346
 @dataclass
