@@ -7,18 +7,19 @@ two cells by a test: a code cell that is not exported and asserts something (`as
 and whether the chapter closes with previous/next links.
 
 Fails (exit status 1, one line per problem) where a chapter's median is over MEDIAN_LINES, a cell is over
-MAX_LINES, the share is under MIN_TESTED, a chapter (not an appendix, 90+) has fewer than MIN_EXERCISES exercises, or
+MAX_LINES (MAX_CLASS_LINES for a cell that declares one class whole), the share is under MIN_TESTED, a chapter (not an appendix, 90+) has fewer than MIN_EXERCISES exercises, or
 a chapter's last cell is not its previous/next links (`tools/render_nav.py`).
 
     python tools/nb_stats.py            # the table, then the problems
     python tools/nb_stats.py --json F   # also write the numbers to F
 """
-import argparse, json, re, statistics, sys
+import argparse, ast, json, re, statistics, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MEDIAN_LINES = 12      # a chapter's median exported cell
-MAX_LINES = 40         # any exported cell
+MAX_LINES = 40         # any exported cell but a class declared whole
+MAX_CLASS_LINES = 80   # a cell that declares one class whole, and nothing else
 MIN_TESTED = 0.60      # exported cells with a test within two cells
 MIN_EXERCISES = 2
 TEST_RE = re.compile(r'^\s*assert\b|\btest_(?:eq|ne|close|fail|is|stdout|warns|shuffled|eq_type)\b\(|\bcheck_\w+\(',
@@ -40,30 +41,40 @@ def import_only(src: str) -> bool:
     return all(re.match(r'\s*(from\s+\S+\s+)?import\b|\s*$|\s*["\']', l) or l.startswith((' ', '\t', ')'))
                for l in text.splitlines())
 
+def one_class(src: str) -> bool:
+    "Whether a cell's code is one class declaration and nothing else"
+    try: body = ast.parse('\n'.join(l for l in src.splitlines() if not l.lstrip().startswith('#|'))).body
+    except SyntaxError: return False
+    return len(body) == 1 and isinstance(body[0], ast.ClassDef)
+
 def is_test(c) -> bool:
     return c['cell_type'] == 'code' and not is_exported(c) and TEST_RE.search(''.join(c['source'])) is not None
 
 def chapter_stats(path: Path) -> dict:
     cells = json.loads(path.read_text())['cells']
-    sizes, tested = [], 0
+    sizes, tested, over = [], 0, []
     for i, c in enumerate(cells):
         if not is_exported(c): continue
         src = ''.join(c['source'])
         if import_only(src): continue
         sizes.append(len(code_lines(src)))
+        if len(code_lines(src)) > MAX_LINES and not one_class(src): over.append(len(code_lines(src)))
+        if len(code_lines(src)) > MAX_CLASS_LINES: over.append(len(code_lines(src)))
         tested += any(is_test(n) for n in cells[i + 1:i + 3])
     md = [''.join(c['source']) for c in cells if c['cell_type'] == 'markdown']
     exercises = sum(len(re.findall(r'^###\s+Exercise\b', m, re.M)) for m in md)
     nav = bool(md) and bool(re.search(r'\[(?:←|Previous|Next|→)', md[-1]))
     return dict(chapter=path.stem, exported=len(sizes), median=statistics.median(sizes) if sizes else 0,
                 max=max(sizes, default=0), tested=tested / len(sizes) if sizes else 1.0,
-                exercises=exercises, nav=nav)
+                exercises=exercises, nav=nav, over=over)
 
 def problems(s: dict) -> list[str]:
     out = []
     if s['exported'] and s['median'] > MEDIAN_LINES:
         out.append(f"{s['chapter']}: median exported cell {s['median']} lines (at most {MEDIAN_LINES})")
-    if s['max'] > MAX_LINES: out.append(f"{s['chapter']}: an exported cell of {s['max']} lines (at most {MAX_LINES})")
+    for n in s['over']:
+        out.append(f"{s['chapter']}: an exported cell of {n} lines (at most {MAX_LINES}; {MAX_CLASS_LINES} for a "
+                   "class declared whole)")
     if s['tested'] < MIN_TESTED:
         out.append(f"{s['chapter']}: {s['tested']:.0%} of exported cells have a test within two cells "
                    f"(at least {MIN_TESTED:.0%})")
