@@ -10,6 +10,7 @@ Prints a table; --json writes the numbers.
 import argparse, random, statistics, time
 import harness                                  # first: it puts this checkout's minipaged on the path
 from minipaged.engine.blocks import BlockManager
+from minipaged.engine.config import EngineConfig
 from minipaged.engine.request import Request
 from minipaged.engine.scheduler import Scheduler
 
@@ -19,7 +20,7 @@ def run(num_seqs: int, pool_frac: float, steps: int, block_size: int = 16, seed:
     max_tokens = 10_000
     need = sum(-(-(len(p) + steps + 8) // block_size) for p in prompts)
     bm = BlockManager(max(8, int(need * pool_frac)), block_size)
-    s = Scheduler(bm, max_num_seqs=num_seqs, max_num_batched_tokens=1 << 20, max_model_len=1 << 20)
+    s = Scheduler(bm, EngineConfig(max_num_seqs=num_seqs, max_num_batched_tokens=1 << 20, max_model_len=1 << 20))
     for i, p in enumerate(prompts): s.add_request(Request(i, p, max_tokens))
     while any(r.num_uncomputed > 1 for r in s.running.values()) or s.waiting:   # warm-up: prefill everything that fits
         b = s.schedule(); s.update(b, {r.request_id: 1 for r in b.requests})

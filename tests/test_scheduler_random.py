@@ -4,6 +4,7 @@ invariants, the block manager's check(), and the plan's reason for where admissi
 against the state the plan left."""
 from hypothesis import given, settings, strategies as st
 from minipaged.engine.blocks import BlockManager
+from minipaged.engine.config import EngineConfig
 from minipaged.engine.request import AdmissionStop, FinishReason, Request
 from minipaged.engine.scheduler import Scheduler, check_scheduler
 
@@ -20,14 +21,15 @@ def check_admission(s, b):
         held = sum(r.num_samples - 1 for r in s.running.values() if not r.output_token_ids)
         assert len(s.running) + held + (head.num_samples if not head.output_token_ids else 1) > s.max_num_seqs
     elif A is AdmissionStop.TOKEN_BUDGET:
-        left = s.max_num_batched_tokens - b.num_batched_tokens
+        cfg = s.config
+        left = cfg.max_num_batched_tokens - b.num_batched_tokens
         rest = len(tokens) - s.bm.plan_allocation(tokens, head.cache_salt)[1]
-        assert left == 0 or (not s.chunked and left < rest <= s.max_num_batched_tokens), (left, rest)
+        assert left == 0 or (not cfg.enable_chunked_prefill and left < rest <= cfg.max_num_batched_tokens), (left, rest)
     elif A is AdmissionStop.BLOCKS: assert b.preempted or not s.bm.plan_allocation(tokens, head.cache_salt)[0]
     elif A is AdmissionStop.WATERMARK:
         assert s.bm.plan_allocation(tokens, head.cache_salt)[0] and s.running
         assert s.bm.num_available_blocks - s.bm.blocks_needed(len(tokens)) < s.watermark_blocks
-    else: assert A is AdmissionStop.STATIC_BATCH and s.batching == 'static'
+    else: assert A is AdmissionStop.STATIC_BATCH and s.config.batching == 'static'
 
 event = st.one_of(
     st.tuples(st.just('arrive'), st.lists(st.integers(0, 4), min_size=0, max_size=40), st.integers(0, 30),
@@ -43,9 +45,9 @@ event = st.one_of(
        batching=st.sampled_from(['continuous', 'continuous', 'static']))
 def test_random_trace_keeps_invariants_and_drains(trace, num_blocks, block_size, budget, max_seqs, policy,
                                                   chunked, caching, batching):
-    s = Scheduler(BlockManager(num_blocks, block_size, enable_prefix_caching=caching), max_num_seqs=max_seqs,
-                  max_num_batched_tokens=budget, max_model_len=48, policy=policy,
-                  enable_chunked_prefill=chunked, batching=batching)
+    s = Scheduler(BlockManager(num_blocks, block_size, enable_prefix_caching=caching),
+                  EngineConfig(max_num_seqs=max_seqs, max_num_batched_tokens=budget, max_model_len=48, policy=policy,
+                               enable_chunked_prefill=chunked, batching=batching))
     t, nid, admitted = 0, 0, []
     def step():
         nonlocal t

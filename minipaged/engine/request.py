@@ -10,7 +10,6 @@ __all__ = ['Status', 'FinishReason', 'Request', 'AdmissionStop', 'Decision', 'Sc
 # %% ../../nbs/06_scheduler.ipynb #imp03472
 from dataclasses import dataclass, field
 from enum import Enum
-from ..utils import patch_to
 
 # %% ../../nbs/06_scheduler.ipynb #b518bcb3
 class Status(str, Enum):
@@ -59,16 +58,14 @@ class Request:
     num_spec_accepted: int = 0
     num_spec_steps: int = 0                # steps that verified its guesses
     _seq: int = 0                          # submission order, the tie-breaker of the queues
-
-# %% ../../nbs/06_scheduler.ipynb #b9715a2a
-@patch_to(Request, as_prop=True)
-def num_tokens(self) -> int: return len(self.prompt_token_ids) + len(self.output_token_ids)
-@patch_to(Request, as_prop=True)
-def all_token_ids(self) -> list[int]: return self.prompt_token_ids + self.output_token_ids
-@patch_to(Request, as_prop=True)
-def num_uncomputed(self) -> int: return self.num_tokens - self.num_computed_tokens
-@patch_to(Request, as_prop=True)
-def finished(self) -> bool: return self.status is Status.FINISHED
+    @property
+    def num_tokens(self) -> int: return len(self.prompt_token_ids) + len(self.output_token_ids)
+    @property
+    def all_token_ids(self) -> list[int]: return self.prompt_token_ids + self.output_token_ids
+    @property
+    def num_uncomputed(self) -> int: return self.num_tokens - self.num_computed_tokens
+    @property
+    def finished(self) -> bool: return self.status is Status.FINISHED
 
 # %% ../../nbs/06_scheduler.ipynb #a60537fe
 class AdmissionStop(str, Enum):
@@ -104,30 +101,22 @@ class ScheduledBatch:
     num_decode_rows: int = 0
     # then the rows that verify guesses: the last token and its `spec_token_ids` (chapter 11)
     num_verify_rows: int = 0
-
-# %% ../../nbs/06_scheduler.ipynb #0b860355
-@patch_to(ScheduledBatch)
-def add(self, req: Request, n: int, copies=()):
-    "Plan `n` new tokens of `req`, from its first uncomputed position, and the copies they need first"
-    self.requests.append(req)
-    self.num_new_tokens.append(n)
-    self.start_positions.append(req.num_computed_tokens)
-    self.copies.extend(copies)
-
-# %% ../../nbs/06_scheduler.ipynb #74b96f66
-@patch_to(ScheduledBatch, as_prop=True)
-def num_batched_tokens(self) -> int: return sum(self.num_new_tokens)
-@patch_to(ScheduledBatch, as_prop=True)
-def _verify_rows(self) -> range:
-    return range(self.num_decode_rows, self.num_decode_rows + self.num_verify_rows)
-@patch_to(ScheduledBatch, as_prop=True)
-def num_prefill_tokens(self) -> int:
-    "Tokens of rows that compute several (prompt chunks; not the rows that verify guesses, chapter 11)"
-    v = self._verify_rows
-    return sum(n for i, n in enumerate(self.num_new_tokens) if n > 1 and i not in v)
-@patch_to(ScheduledBatch, as_prop=True)
-def num_decodes(self) -> int: return sum(1 for n in self.num_new_tokens if n == 1) + self.num_verify_rows
-@patch_to(ScheduledBatch, as_prop=True)
-def num_guess_tokens(self) -> int: return sum(self.num_new_tokens[i] - 1 for i in self._verify_rows)
-@patch_to(ScheduledBatch)
-def __len__(self): return len(self.requests)
+    def add(self, req: Request, n: int, copies=()):
+        "Plan `n` new tokens of `req`, from its first uncomputed position, and the copies they need first"
+        self.requests.append(req); self.num_new_tokens.append(n)
+        self.start_positions.append(req.num_computed_tokens); self.copies.extend(copies)
+    def __len__(self): return len(self.requests)
+    @property
+    def num_batched_tokens(self) -> int: return sum(self.num_new_tokens)
+    @property
+    def _verify_rows(self) -> range:
+        return range(self.num_decode_rows, self.num_decode_rows + self.num_verify_rows)
+    @property
+    def num_prefill_tokens(self) -> int:
+        "Tokens of rows that compute several (prompt chunks; not the rows that verify guesses, chapter 11)"
+        v = self._verify_rows
+        return sum(n for i, n in enumerate(self.num_new_tokens) if n > 1 and i not in v)
+    @property
+    def num_decodes(self) -> int: return sum(1 for n in self.num_new_tokens if n == 1) + self.num_verify_rows
+    @property
+    def num_guess_tokens(self) -> int: return sum(self.num_new_tokens[i] - 1 for i in self._verify_rows)

@@ -7,37 +7,32 @@ Docs: https://minipaged.github.io/minipaged/scheduler.html.md"""
 # %% ../../nbs/06_scheduler.ipynb #54fc8230
 from __future__ import annotations
 import bisect, itertools, math
-from ..utils import check_positive, patch_to
+from .admission import memory_stop, queue_key, rejection, seats_taken
 from .blocks import Allocator, NoFreeBlocksError
+from .config import EngineConfig
 from .request import AdmissionStop, Decision, FinishReason, Request, ScheduledBatch, Status
+from .step_rows import (schedule_decodes, schedule_prefills, update_chunks, update_decodes,
+                                        update_verified)
 
 # %% auto #0
-__all__ = ['Scheduler', 'check_scheduler']
+__all__ = ['WATERMARK', 'RequestQueues', 'Scheduler', 'StepPlanner', 'check_scheduler', 'pick_victim']
 
 # %% ../../nbs/06_scheduler.ipynb #ba3002f5
-def _check_settings(max_num_seqs, max_num_batched_tokens, max_model_len, policy, watermark, batching):
-    "Refuse a scheduler setting that cannot work, naming it"
-    check_positive('max_num_seqs', max_num_seqs)
-    check_positive('max_num_batched_tokens', max_num_batched_tokens)
-    check_positive('max_model_len', max_model_len)
-    if policy not in ('fcfs', 'priority'):
-        raise ValueError(f"policy must be 'fcfs' or 'priority', got {policy!r}")
-    if batching not in ('continuous', 'static'):
-        raise ValueError(f"batching must be 'continuous' or 'static', got {batching!r}")
-    if not 0 <= watermark < 1: raise ValueError(f"watermark must be in [0, 1), got {watermark}")
+# of the pool, kept free for the running requests' next tokens (not an EngineConfig field yet)
+WATERMARK = 0.01
 
-# %% ../../nbs/06_scheduler.ipynb #4c65f066
-class Scheduler:
-    "Iteration-level scheduler: builds each step's batch under a token budget; admits, preempts, cancels"
-    def __init__(self, block_manager: Allocator, max_num_seqs: int = 64, max_num_batched_tokens: int = 2048,
-                 max_model_len: int = 4096, policy: str = 'fcfs', enable_chunked_prefill: bool = True,
-                 watermark: float = 0.01, batching: str = 'continuous'):
-        _check_settings(max_num_seqs, max_num_batched_tokens, max_model_len, policy, watermark, batching)
-        self.bm, self.max_num_seqs, self.max_model_len = block_manager, max_num_seqs, max_model_len
-        self.max_num_batched_tokens, self.chunked = max_num_batched_tokens, enable_chunked_prefill
-        self.policy, self.batching = policy, batching
-        self.watermark_blocks = math.ceil(watermark * block_manager.num_blocks)
-        self.waiting: list[Request] = []             # admission order: policy key, then arrival
+def _check_config(config: EngineConfig) -> None:
+    "Refuse a config the scheduler cannot run on, naming the field"
+    if config.max_model_len is None:
+        raise ValueError("max_model_len must be a number of tokens, got None (None means the model's: the "
+                         "engine resolves it before it builds the scheduler)")
+
+# %% ../../nbs/06_scheduler.ipynb #ceeb2945
+class RequestQueues:
+    "Where every request is — waiting in admission order, running, or finished — and the moves between them"
+    def __init__(self, block_manager: Allocator, policy: str):
+        self.bm, self.policy = block_manager, policy
+        self.waiting: list[Request] = []             # admission order: `queue_key` under `policy`
         self.running: dict[object, Request] = {}     # admission order
         self.requests: dict[object, Request] = {}    # every unfinished request by id
         self.finished: list[Request] = []
@@ -45,256 +40,197 @@ class Scheduler:
         self.counters = dict(steps=0, admitted=0, rejected=0, preemptions=0, cancelled=0, aborted=0,
                              finished=0)
         self._seq = itertools.count()                # tie-breaker: submission order
+    def _queue_key(self, req: Request) -> tuple: return queue_key(self.policy, req)
+    def _queue(self, req: Request) -> None:
+        "Put `req` at its place in the waiting queue"
+        bisect.insort(self.waiting, req, key=self._queue_key)
+    @property
+    def has_unfinished(self) -> bool: return bool(self.requests)
+    def _reject(self, req: Request, reason: str, now: float) -> Request:
+        "Finish `req` as rejected by the rule `reason`; the next plan reports it"
+        req.status, req.finish_reason, req.reject_reason = Status.FINISHED, FinishReason.REJECTED, reason
+        req.finished_time = now
+        self.finished.append(req); self._rejected.append(Decision(req, reason))
+        self.counters['rejected'] += 1
+        return req
+    def _start_running(self, req: Request, cached: int, step: int, now: float):
+        "Admit the head of the waiting queue, `req`: its blocks are allocated, `cached` tokens computed"
+        self.waiting.pop(0)
+        req.status, req.num_computed_tokens, req.num_cached_tokens = Status.RUNNING, cached, cached
+        req.num_reserved, req.scheduled_step = req.num_tokens, step
+        if req.first_scheduled_time is None: req.first_scheduled_time = now
+        self.running[req.request_id] = req; self.counters['admitted'] += 1
+    def _finish(self, req: Request, reason: FinishReason, now: float, error: str | None = None):
+        "End `req` (in any state) with `reason`: its blocks are released, it leaves its queue, it is counted"
+        if req.status is Status.RUNNING: self.bm.free(req.request_id); del self.running[req.request_id]
+        elif req.status is Status.WAITING: self.waiting.remove(req)
+        req.status, req.finish_reason, req.finished_time, req.error = Status.FINISHED, reason, now, error
+        del self.requests[req.request_id]
+        self.finished.append(req)
+        self.counters['finished' if reason in (FinishReason.STOP, FinishReason.LENGTH) else reason.value] += 1
+    def abort(self, request_id, now: float = 0.0, reason: FinishReason = FinishReason.CANCELLED,
+              error: str | None = None) -> Request:
+        """Cancel (or abort, with the `error`) a request in any state: waiting, mid-prefill, decoding or
+        preempted; its blocks are released"""
+        if request_id not in self.requests:
+            raise ValueError(f"request_id {request_id!r} is not an unfinished request")
+        req = self.requests[request_id]
+        self._finish(req, reason, now, error)
+        return req
+    def _fail(self, req: Request, error: Exception, now: float):
+        "An error that belongs to `req` alone (its allocation, its sampling): it ends `aborted`, with it"
+        self._finish(req, FinishReason.ABORTED, now, error=f"{type(error).__name__}: {error}")
+    def _requeue(self, req: Request):
+        "Free a running request's blocks and send it back to wait for a recompute of everything it holds"
+        self.bm.free(req.request_id); del self.running[req.request_id]
+        req.status, req.num_computed_tokens, req.num_reserved = Status.WAITING, 0, 0
+        req.spec_token_ids = []
+        self._queue(req)                 # its own place: under fcfs, ahead of everything that arrived later
+    def _preempt(self, req: Request, batch: ScheduledBatch, reason: str):
+        "Requeue `req`, count it, and record in `batch` whom it made room for"
+        self._requeue(req)
+        req.num_preemptions += 1; self.counters['preemptions'] += 1
+        batch.preempted.append(Decision(req, reason))
 
-# %% ../../nbs/06_scheduler.ipynb #0a22dd0d
-@patch_to(Scheduler)
-def _queue_key(self, req: Request):
-    "Where `req` stands in the waiting queue: its priority (under `priority`), then arrival, then submission"
-    return ((req.priority,) if self.policy == 'priority' else ()) + (req.arrival_time, req._seq)
-
-# %% ../../nbs/06_scheduler.ipynb #4a1e15f8
-@patch_to(Scheduler)
-def _rejection(self, req: Request) -> str | None:
-    "The first submission rule `req` breaks, in words; None if it can run"
-    n, total = len(req.prompt_token_ids), len(req.prompt_token_ids) + req.max_tokens
-    if n == 0: return 'empty prompt'
-    if req.max_tokens < 1: return f'max_tokens must be >= 1, got {req.max_tokens}'
-    if total > self.max_model_len:
-        return (f'prompt ({n}) + max_tokens ({req.max_tokens}) = {total} exceeds max_model_len '
-                f'{self.max_model_len}')
-    if self.bm.blocks_needed(total) > self.bm.num_blocks:
-        return f'needs {self.bm.blocks_needed(total)} blocks, the pool has {self.bm.num_blocks}'
-    if req.num_samples > self.max_num_seqs:
-        return f'{req.num_samples} samples exceed max_num_seqs {self.max_num_seqs}'
-    if not self.chunked and n > self.max_num_batched_tokens:
-        return (f'prompt ({n}) exceeds max_num_batched_tokens {self.max_num_batched_tokens} '
-                'without chunked prefill')
-    return None
-
-# %% ../../nbs/06_scheduler.ipynb #bbb9e150
-@patch_to(Scheduler)
-def _reject(self, req: Request, reason: str, now: float) -> Request:
-    "Finish `req` as rejected by the rule `reason`; the next plan reports it"
-    req.status, req.finish_reason, req.reject_reason = Status.FINISHED, FinishReason.REJECTED, reason
-    req.finished_time = now
-    self.finished.append(req); self.counters['rejected'] += 1; self._rejected.append(Decision(req, reason))
-    return req
-
-# %% ../../nbs/06_scheduler.ipynb #9fc78fb2
-@patch_to(Scheduler)
-def add_request(self, req: Request, now: float | None = None) -> Request:
-    "Submit `req`: reject it with a reason if it can never run (rules above), else queue it"
-    now = req.arrival_time if now is None else now
-    if req.request_id in self.requests:
-        raise ValueError(f"request_id {req.request_id!r} is already in the scheduler")
-    req._seq = next(self._seq)
-    reason = self._rejection(req)
-    if reason is not None: return self._reject(req, reason, now)
-    self.requests[req.request_id] = req
-    bisect.insort(self.waiting, req, key=self._queue_key)
-    return req
-
-# %% ../../nbs/06_scheduler.ipynb #79dd67e9
-@patch_to(Scheduler, as_prop=True)
-def has_unfinished(self) -> bool: return bool(self.requests)
-
-# %% ../../nbs/06_scheduler.ipynb #ceeb2945
-@patch_to(Scheduler)
-def _finish(self, req: Request, reason: FinishReason, now: float, error: str | None = None):
-    "End `req` (in any state) with `reason`: its blocks are released, it leaves its queue, it is counted"
-    if req.status is Status.RUNNING: self.bm.free(req.request_id); del self.running[req.request_id]
-    elif req.status is Status.WAITING: self.waiting.remove(req)
-    req.status, req.finish_reason, req.finished_time, req.error = Status.FINISHED, reason, now, error
-    del self.requests[req.request_id]
-    self.finished.append(req)
-    self.counters['finished' if reason in (FinishReason.STOP, FinishReason.LENGTH) else reason.value] += 1
-
-# %% ../../nbs/06_scheduler.ipynb #df948586
-@patch_to(Scheduler)
-def abort(self, request_id, now: float = 0.0, reason: FinishReason = FinishReason.CANCELLED,
-          error: str | None = None) -> Request:
-    """Cancel (or abort, with the `error`) a request in any state: waiting, mid-prefill, decoding or
-    preempted; its blocks are released"""
-    if request_id not in self.requests:
-        raise ValueError(f"request_id {request_id!r} is not an unfinished request")
-    req = self.requests[request_id]
-    self._finish(req, reason, now, error)
-    return req
-
-# %% ../../nbs/06_scheduler.ipynb #9bbcb78a
-@patch_to(Scheduler)
-def _start_running(self, req: Request, cached: int, step: int, now: float):
-    "The head of the waiting queue, `req`, is admitted with its blocks allocated and `cached` tokens computed"
-    self.waiting.pop(0)
-    req.status, req.num_computed_tokens, req.num_cached_tokens = Status.RUNNING, cached, cached
-    req.num_reserved, req.scheduled_step = req.num_tokens, step
-    if req.first_scheduled_time is None: req.first_scheduled_time = now
-    self.running[req.request_id] = req; self.counters['admitted'] += 1
-
-# %% ../../nbs/06_scheduler.ipynb #28c62890
-@patch_to(Scheduler)
-def _seats_taken(self) -> int:
-    "Running sequences, plus the forks that running prompts with n > 1 samples will add"
-    return len(self.running) + sum(
-        r.num_samples - 1 for r in self.running.values() if r.num_samples > 1 and not r.output_token_ids)
-
-# %% ../../nbs/06_scheduler.ipynb #d62b8f37
-@patch_to(Scheduler)
-def _memory_stop(self, fits: bool, num_tokens: int) -> AdmissionStop | None:
-    "The pool's rule that holds a request of `num_tokens` back (`fits`: its blocks exist), or None"
-    if not fits: return AdmissionStop.BLOCKS
-    left = self.bm.num_available_blocks - self.bm.blocks_needed(num_tokens)
-    if left < self.watermark_blocks and self.running: return AdmissionStop.WATERMARK
-    return None
+# %% ../../nbs/06_scheduler.ipynb #4c65f066
+class Scheduler(RequestQueues):
+    "Iteration-level scheduler: builds each step's batch under a token budget; admits, preempts, cancels"
+    def __init__(self, block_manager: Allocator, config: EngineConfig):
+        _check_config(config)
+        super().__init__(block_manager, config.policy)
+        self.config = config
+        self.watermark_blocks = math.ceil(WATERMARK * block_manager.num_blocks)   # admission keeps them free
+    @property
+    def max_num_seqs(self) -> int: return self.config.max_num_seqs
+    def _rejection(self, req: Request) -> str | None: return rejection(req, self.config, self.bm)
+    def add_request(self, req: Request, now: float | None = None) -> Request:
+        "Submit `req`: reject it with a reason if it can never run (`rejection`), else queue it"
+        now = req.arrival_time if now is None else now
+        if req.request_id in self.requests:
+            raise ValueError(f"request_id {req.request_id!r} is already in the scheduler")
+        req._seq = next(self._seq)
+        reason = self._rejection(req)
+        if reason is not None: return self._reject(req, reason, now)
+        self.requests[req.request_id] = req; self._queue(req)
+        return req
+    def schedule(self, now: float = 0.0) -> ScheduledBatch:
+        """Plan one step: running decodes, then running prefills, then admissions, within the token budget; a
+        plan that fails part-way is undone"""
+        batch = ScheduledBatch()
+        try: StepPlanner(self, batch, now).plan()
+        except BaseException:                # an interrupt, or a bug: nothing half-planned may stand
+            self.abandon(batch); raise
+        return batch
+    def update(self, batch: ScheduledBatch, sampled: dict, now: float = 0.0) -> None:
+        """Apply a step's results: its copies are done, computed counts, prefix-cache registration, new
+        tokens, stop and length checks"""
+        self.bm.copies_done()                # the step ran: its copy-on-write copies too
+        update_decodes(self.bm, batch, sampled, now, self._finish)
+        if batch.num_verify_rows: self._update_verified(batch, sampled, now)
+        update_chunks(self.bm, batch, sampled, now, self._finish)
+    def _update_verified(self, batch: ScheduledBatch, sampled: dict, now: float) -> None:
+        "The rows that verify guesses (chapter 11): `update_verified`, below"
+        update_verified(self.bm, batch, sampled, now, self._finish)
+    def fork(self, parent: Request, child: Request, num_new_tokens: int = 0) -> Request:
+        """Add `child` as a copy of the running `parent` sharing its blocks (or, if the pool cannot hold the
+        fork now, waiting to compute its prompt itself); call after the step that computed `num_new_tokens`
+        of the parent ran, before `update`"""
+        if parent.status is not Status.RUNNING:
+            raise ValueError(f"parent {parent.request_id!r} is not running")
+        if child.request_id in self.requests:
+            raise ValueError(f"request_id {child.request_id!r} is already in the scheduler")
+        # only computed KV is ever shared
+        self.bm.mark_computed(parent.request_id, parent.num_computed_tokens + num_new_tokens)
+        child._seq, child.arrival_time = next(self._seq), parent.arrival_time
+        child.first_scheduled_time = parent.first_scheduled_time
+        child.output_token_ids = list(parent.output_token_ids)
+        try: self.bm.fork(parent.request_id, child.request_id)
+        except NoFreeBlocksError:            # the reservation baseline needs a region per fork: it waits
+            self.requests[child.request_id] = child; self._queue(child)
+            return child
+        self.requests[child.request_id] = child
+        child.status, child.num_computed_tokens = Status.RUNNING, parent.num_computed_tokens
+        child.num_cached_tokens, child.num_reserved = parent.num_cached_tokens, parent.num_reserved
+        self.running[child.request_id] = child
+        return child
+    def abandon(self, batch: ScheduledBatch) -> None:
+        """The step that planned or ran `batch` failed part-way: every request it may have touched recomputes
+        from scratch, and the copies' windows close"""
+        # a copy may not have run: its target's owner recomputes too
+        targets = {dst for _, dst in self.bm.copies_in_flight}
+        touched = {id(r): r for r in batch.requests if r.status is Status.RUNNING}
+        for r in self.running.values():
+            if targets and targets & set(self.bm.block_table(r.request_id)): touched[id(r)] = r
+        for req in touched.values(): self._requeue(req)
+        for req in self.waiting:             # allocated, but interrupted before it left the queue
+            if self.bm.has_seq(req.request_id): self.bm.free(req.request_id)
+        self.bm.copies_done()
 
 # %% ../../nbs/06_scheduler.ipynb #27ba2620
-@patch_to(Scheduler)
-def _admit(self, batch: ScheduledBatch, budget: int, now: float, step: int) -> AdmissionStop:
-    "Admit from the head of the waiting queue within `budget` tokens; returns why it stopped"
-    seats = self._seats_taken()
-    while self.waiting:
-        if budget == 0: return AdmissionStop.TOKEN_BUDGET
-        req = self.waiting[0]
-        need = req.num_samples if not req.output_token_ids else 1
-        if seats + need > self.max_num_seqs: return AdmissionStop.SEATS
-        tokens = req.all_token_ids
-        try: fits, cached = self.bm.plan_allocation(tokens, req.cache_salt)   # asks; changes nothing
-        except Exception as e: self._fail(req, e, now); continue
-        stop = self._memory_stop(fits, len(tokens))
-        if stop is not None: return stop
-        n = min(len(tokens) - cached, budget)
-        # without chunked prefill the whole rest must fit this step; a recompute larger than any step may not
-        if not self.chunked and n < len(tokens) - cached <= self.max_num_batched_tokens:
-            return AdmissionStop.TOKEN_BUDGET
-        try: cached = self.bm.allocate(req.request_id, tokens, req.cache_salt)
-        except Exception as e: self._fail(req, e, now); continue       # it was planned to fit: its own fault
-        self._start_running(req, cached, step, now)
-        batch.add(req, n); budget -= n; seats += need
-    return AdmissionStop.QUEUE_EMPTY
-
-# %% ../../nbs/06_scheduler.ipynb #7463c62a
-@patch_to(Scheduler)
-def _update_chunks(self, batch: ScheduledBatch, sampled: dict, now: float) -> None:
-    "Apply the rows after the decodes and verifications (prefill chunks, admissions): counts, blocks, tokens"
-    RUNNING, mark_computed, B = Status.RUNNING, self.bm.mark_computed, self.bm.block_size
-    d = batch.num_decode_rows + batch.num_verify_rows
-    for req, n in zip(batch.requests[d:], batch.num_new_tokens[d:]):
-        if req.status is not RUNNING: continue                     # cancelled while the step ran
-        c = req.num_computed_tokens = req.num_computed_tokens + n
-        if c // B != (c - n) // B: mark_computed(req.request_id, c)   # a block filled: it may be cached
-        out = req.output_token_ids
-        if c < len(req.prompt_token_ids) + len(out): continue     # a prefill chunk: no token yet
-        tok = sampled[req.request_id]
-        out.append(tok); req.token_times.append(now)
-        if len(out) == 1: req.first_token_time = now               # outputs survive preemption: once
-        if tok in req.stop_token_ids: self._finish(req, FinishReason.STOP, now)
-        elif len(out) >= req.max_tokens: self._finish(req, FinishReason.LENGTH, now)
-
-# %% ../../nbs/06_scheduler.ipynb #1d8870ab
-@patch_to(Scheduler)
-def _schedule_decodes(self, batch: ScheduledBatch, budget: int, step: int, now: float) -> tuple[int, list]:
-    """1. One new token for each running decode, in order (more for one with guesses to verify, below);
-    running
-    prefills are set aside: (budget, prefills)"""
-    # locals: this loop runs once per running sequence per step (benchmarks/scheduler_overhead.py)
-    prefills, scheduled, verify, append, RUNNING = [], batch.requests, [], self.bm.append, Status.RUNNING
-    running = list(self.running.values())
-    for i, req in enumerate(running):
-        if budget == 0: break
-        if req.status is not RUNNING: continue                   # preempted as a victim earlier in this step
-        out = req.output_token_ids
-        total = len(req.prompt_token_ids) + len(out)
-        if total - req.num_computed_tokens > 1: prefills.append(req); continue
-        # guesses take what the budget has beyond one token for each request after this one
-        if req.spec_token_ids and self._reserve_guesses(req, total, batch, budget - len(running) + i):
-            req.scheduled_step = step; verify.append(req); budget -= 1 + len(req.spec_token_ids); continue
-        if req.num_reserved < total:                               # one new slot: `_reserve`'s common case
+class StepPlanner:
+    "One step of `scheduler`, planned into `batch`: decodes, then prefill chunks, then admissions, in budget"
+    def __init__(self, scheduler: Scheduler, batch: ScheduledBatch, now: float):
+        self.s, self.bm, self.batch, self.now = scheduler, scheduler.bm, batch, now
+        self.step = scheduler.counters['steps'] = scheduler.counters['steps'] + 1
+        self.budget = scheduler.config.max_num_batched_tokens     # tokens this step may still compute
+    def plan(self) -> None:
+        "Fill the batch: running decodes, then running prefills' chunks, then admissions; record the step"
+        s, batch, step = self.s, self.batch, self.step
+        budget, prefills = schedule_decodes(batch, list(s.running.values()), self.bm, self.budget, step,
+                                            self.reserve, self.fail)
+        self.budget = schedule_prefills(batch, prefills, budget, step, self.reserve)
+        batch.rejected, s._rejected = s._rejected, []
+        if batch.preempted: batch.admission = AdmissionStop.BLOCKS   # a step that preempted admits nobody
+        elif s.config.batching == 'static' and s.running:
+            batch.admission = AdmissionStop.STATIC_BATCH if s.waiting else AdmissionStop.QUEUE_EMPTY
+        else:
+            batch.admission = self.admit()                           # 3. admissions
+            if not batch.requests and not s.running and s.waiting:   # idle, and the head did not fit: never
+                s._finish(s.waiting[0], FinishReason.ABORTED, self.now,
+                          error='could not be admitted even into an idle engine')
+        batch.num_running, batch.num_waiting = len(s.running), len(s.waiting)
+    def admit(self) -> AdmissionStop:
+        "Admit from the head of the waiting queue within the budget left; returns why it stopped"
+        s, bm, cfg, budget, seats = self.s, self.bm, self.s.config, self.budget, seats_taken(self.s.running)
+        while s.waiting:
+            if budget == 0: return AdmissionStop.TOKEN_BUDGET
+            req = s.waiting[0]
+            need = req.num_samples if not req.output_token_ids else 1
+            if seats + need > cfg.max_num_seqs: return AdmissionStop.SEATS
+            tokens = req.all_token_ids
+            try: fits, cached = bm.plan_allocation(tokens, req.cache_salt)   # asks; changes nothing
+            except Exception as e: self.fail(req, e); continue
+            stop = memory_stop(bm, fits, len(tokens), s.watermark_blocks, bool(s.running))
+            if stop is not None: return stop
+            n = min(len(tokens) - cached, budget)
+            # without chunked prefill the whole rest must fit this step; a recompute larger than any step not
+            if not cfg.enable_chunked_prefill and n < len(tokens) - cached <= cfg.max_num_batched_tokens:
+                return AdmissionStop.TOKEN_BUDGET
+            try: cached = bm.allocate(req.request_id, tokens, req.cache_salt)
+            except Exception as e: self.fail(req, e); continue       # it was planned to fit: its own fault
+            s._start_running(req, cached, self.step, self.now)
+            self.batch.add(req, n); budget -= n; seats += need
+        return AdmissionStop.QUEUE_EMPTY
+    def reserve(self, req: Request, total: int) -> bool:
+        """Reserve slots for `req`'s unreserved tokens, preempting victims while the pool is short; False if
+        `req` stepped back or failed"""
+        new = req.output_token_ids[req.num_reserved - total:]
+        while True:
             try:
-                copies = append(req.request_id, out[-1:])          # the input: the last token sampled
-                if copies: batch.copies += copies
+                self.batch.copies.extend(self.bm.append(req.request_id, new))
                 req.num_reserved = total
+                return True
             except NoFreeBlocksError:
-                if not self._reserve(req, total, batch, step, now): continue
-            except Exception as e: self._fail(req, e, now); continue
-        req.scheduled_step = step
-        scheduled.append(req); budget -= 1
-    batch.num_decode_rows = len(batch.requests)
-    batch.num_new_tokens += [1] * len(batch.requests)
-    if verify: self._add_verify_rows(batch, verify)
-    batch.start_positions += [r.num_computed_tokens for r in batch.requests]
-    return budget, prefills
-
-# %% ../../nbs/06_scheduler.ipynb #9dcb1bec
-@patch_to(Scheduler)
-def _update_decodes(self, batch: ScheduledBatch, sampled: dict, now: float) -> None:
-    "Apply the decode rows of `batch`: one token each, and it completes the request's KV"
-    RUNNING, mark_computed, B = Status.RUNNING, self.bm.mark_computed, self.bm.block_size
-    STOP, LENGTH = FinishReason.STOP, FinishReason.LENGTH
-    for req in batch.requests[:batch.num_decode_rows]:
-        if req.status is not RUNNING: continue                   # cancelled while the step ran
-        c = req.num_computed_tokens = req.num_computed_tokens + 1
-        if c % B == 0: mark_computed(req.request_id, c)            # a block filled: it may be cached
-        out, tok = req.output_token_ids, sampled[req.request_id]
-        out.append(tok); req.token_times.append(now)
-        if len(out) == 1: req.first_token_time = now             # a prompt whose last token ran as a decode
-        if tok in req.stop_token_ids: self._finish(req, STOP, now)
-        elif len(out) >= req.max_tokens: self._finish(req, LENGTH, now)
-
-# %% ../../nbs/06_scheduler.ipynb #b23714fe
-@patch_to(Scheduler)
-def update(self, batch: ScheduledBatch, sampled: dict, now: float = 0.0) -> None:
-    """Apply a step's results: its copies are done, computed counts, prefix-cache registration, new tokens,
-    stop and length checks"""
-    self.bm.copies_done()                      # the step ran: its copy-on-write copies too
-    self._update_decodes(batch, sampled, now)
-    if batch.num_verify_rows: self._update_verified(batch, sampled, now)     # chapter 11's rows, below
-    self._update_chunks(batch, sampled, now)
-
-# %% ../../nbs/06_scheduler.ipynb #599bfa4a
-@patch_to(Scheduler)
-def _schedule_prefills(self, batch: ScheduledBatch, prefills: list, budget: int, step: int, now: float):
-    "2. The next chunk of each running prefill, as far as the budget goes; the budget left"
-    for req in prefills:
-        if budget == 0: break
-        if req.status is not Status.RUNNING: continue
-        total = len(req.prompt_token_ids) + len(req.output_token_ids)
-        if req.num_reserved < total and not self._reserve(req, total, batch, step, now): continue
-        n = min(total - req.num_computed_tokens, budget)
-        req.scheduled_step = step
-        batch.requests.append(req); batch.num_new_tokens.append(n)
-        batch.start_positions.append(req.num_computed_tokens); budget -= n
-    return budget
-
-# %% ../../nbs/06_scheduler.ipynb #c9cae383
-@patch_to(Scheduler)
-def _plan(self, batch: ScheduledBatch, now: float) -> None:
-    "Fill `batch`: running decodes, then running prefills' chunks, then admissions, within the token budget"
-    step = self.counters['steps'] = self.counters['steps'] + 1
-    budget, prefills = self._schedule_decodes(batch, self.max_num_batched_tokens, step, now)
-    budget = self._schedule_prefills(batch, prefills, budget, step, now)
-    batch.rejected, self._rejected = self._rejected, []
-    if batch.preempted: batch.admission = AdmissionStop.BLOCKS   # a step that had to preempt admits nobody
-    elif self.batching == 'static' and self.running:
-        batch.admission = AdmissionStop.STATIC_BATCH if self.waiting else AdmissionStop.QUEUE_EMPTY
-    else:
-        batch.admission = self._admit(batch, budget, now, step)  # 3. admissions
-        # idle, yet the head did not fit: it never will
-        if not batch.requests and not self.running and self.waiting:
-            self._finish(self.waiting[0], FinishReason.ABORTED, now,
-                         error='could not be admitted even into an idle engine')
-    batch.num_running, batch.num_waiting = len(self.running), len(self.waiting)
-
-# %% ../../nbs/06_scheduler.ipynb #f6cb1b72
-@patch_to(Scheduler)
-def schedule(self, now: float = 0.0) -> ScheduledBatch:
-    """Plan one step: running decodes, then running prefills, then admissions, within the token budget; a
-    plan that fails part-way is undone"""
-    batch = ScheduledBatch()
-    try: self._plan(batch, now)
-    # an interrupt, or a bug: nothing half-planned may stand
-    except BaseException:
-        self.abandon(batch); raise
-    return batch
+                victim = pick_victim(self.s.running, self.step, req, self.s.policy) or req
+                why = ('no free block for its next slots, and nothing else to preempt' if victim is req
+                       else f"to give {req.request_id!r} its next slots: the pool had no free block")
+                self.s._preempt(victim, self.batch, why)
+                if victim is req: return False
+            except Exception as e:                      # not a shortage: this request's own fault
+                self.fail(req, e); return False
+    def fail(self, req: Request, error: Exception) -> None:
+        "`req`'s own error (its allocation, its slots): it ends `aborted`, and the step goes on"
+        self.s._fail(req, error, self.now)
 
 # %% ../../nbs/06_scheduler.ipynb #3dc107cc
 def check_scheduler(s: Scheduler, batch: ScheduledBatch | None = None):
@@ -312,146 +248,14 @@ def check_scheduler(s: Scheduler, batch: ScheduledBatch | None = None):
     )
     assert not any(s.bm.has_seq(x) for x in w), 'a waiting request holds blocks'
     if batch is not None:
-        assert batch.num_batched_tokens <= s.max_num_batched_tokens, 'token budget exceeded'
+        assert batch.num_batched_tokens <= s.config.max_num_batched_tokens, 'token budget exceeded'
         assert len({x.request_id for x in batch.requests}) == len(batch.requests), 'a request scheduled twice'
         assert batch.admission is not AdmissionStop.QUEUE_EMPTY or not s.waiting, 'the plan missed the queue'
     s.bm.check()
 
-# %% ../../nbs/06_scheduler.ipynb #7dff4d38
-@patch_to(Scheduler)
-def _reserve_guesses(self, req: Request, total: int, batch: ScheduledBatch, room: int) -> bool:
-    """Reserve slots for `req`'s last token and as many of its guesses as `room` and `max_tokens` allow; False
-    (and no guesses) if there is no room or no block"""
-    # none past max_tokens
-    k = min(len(req.spec_token_ids), room, req.max_tokens - len(req.output_token_ids) - 1)
-    if k <= 0: req.spec_token_ids = []; return False
-    guesses, last = req.spec_token_ids[:k], req.output_token_ids[-1:] if req.num_reserved < total else []
-    try: batch.copies += self.bm.append(req.request_id, last + guesses)
-    except Exception: req.spec_token_ids = []; return False        # a plain decode: `_reserve` takes it
-    req.spec_token_ids, req.num_reserved = guesses, total + k
-    return True
-
-# %% ../../nbs/06_scheduler.ipynb #7e457658
-@patch_to(Scheduler)
-def _add_verify_rows(self, batch: ScheduledBatch, verify: list) -> None:
-    "Put the verifying requests after the decode rows: each runs its last token and its guesses"
-    batch.requests += verify; batch.num_verify_rows = len(verify)
-    batch.num_new_tokens += [1 + len(r.spec_token_ids) for r in verify]
-
-# %% ../../nbs/06_scheduler.ipynb #43390c6c
-@patch_to(Scheduler)
-def _update_verified(self, batch: ScheduledBatch, sampled: dict, now: float) -> None:
-    "Apply the verifying rows: keep the accepted guesses' K/V, give back the other slots, append the tokens"
-    d, STOP, LENGTH = batch.num_decode_rows, FinishReason.STOP, FinishReason.LENGTH
-    for req in batch.requests[d:d + batch.num_verify_rows]:
-        if req.status is not Status.RUNNING: continue              # cancelled while the step ran
-        toks, rid = sampled[req.request_id], req.request_id
-        c = req.num_computed_tokens + len(toks)                    # the last token and the accepted guesses
-        self.bm.rollback_to(rid, c)                                # first: rejected guesses are never cached
-        self.bm.mark_computed(rid, c)
-        req.num_computed_tokens = req.num_reserved = c
-        req.num_spec_proposed += len(req.spec_token_ids); req.num_spec_accepted += len(toks) - 1
-        req.num_spec_steps += 1
-        req.spec_token_ids, out = [], req.output_token_ids
-        for tok in toks:
-            out.append(tok); req.token_times.append(now)
-            if tok in req.stop_token_ids: self._finish(req, STOP, now); break
-            if len(out) >= req.max_tokens: self._finish(req, LENGTH, now); break
-
 # %% ../../nbs/06_scheduler.ipynb #23d68b52
-@patch_to(Scheduler)
-def _pick_victim(self, step: int, req: Request) -> Request | None:
+def pick_victim(running: dict, step: int, req: Request, policy: str) -> Request | None:
     "The running request to preempt so that `req` can go on: the newest (lowest priority) not in this step"
-    cands = [r for r in reversed(self.running.values()) if r.scheduled_step != step and r is not req]
+    cands = [r for r in reversed(running.values()) if r.scheduled_step != step and r is not req]
     if not cands: return None
-    return max(cands, key=lambda r: (r.priority, r._seq)) if self.policy == 'priority' else cands[0]
-
-# %% ../../nbs/06_scheduler.ipynb #1e877122
-@patch_to(Scheduler)
-def _requeue(self, req: Request):
-    "Free a running request's blocks and send it back to wait for a recompute of everything it holds"
-    self.bm.free(req.request_id)
-    del self.running[req.request_id]
-    req.status, req.num_computed_tokens, req.num_reserved = Status.WAITING, 0, 0
-    req.spec_token_ids = []
-    # its own place: under fcfs, ahead of everything that arrived later
-    bisect.insort(self.waiting, req, key=self._queue_key)
-
-@patch_to(Scheduler)
-def _preempt(self, req: Request, batch: ScheduledBatch, reason: str):
-    "Requeue `req`, count it, and record in `batch` whom it made room for"
-    self._requeue(req)
-    req.num_preemptions += 1; self.counters['preemptions'] += 1
-    batch.preempted.append(Decision(req, reason))
-
-# %% ../../nbs/06_scheduler.ipynb #50cd5917
-@patch_to(Scheduler)
-def _fail(self, req: Request, error: Exception, now: float):
-    """An error that belongs to `req` alone (its allocation, its sampling): it ends `aborted`, with the
-    error, and the step goes on"""
-    self._finish(req, FinishReason.ABORTED, now, error=f"{type(error).__name__}: {error}")
-
-# %% ../../nbs/06_scheduler.ipynb #dcf1b570
-@patch_to(Scheduler)
-def _reserve(self, req: Request, total: int, batch: ScheduledBatch, step: int, now: float) -> bool:
-    """Reserve slots for `req`'s unreserved tokens, preempting victims while the pool is short; False if
-    `req` stepped back or failed"""
-    new = req.output_token_ids[req.num_reserved - total:]
-    while True:
-        try:
-            batch.copies.extend(self.bm.append(req.request_id, new))
-            req.num_reserved = total
-            return True
-        except NoFreeBlocksError:
-            victim = self._pick_victim(step, req) or req
-            why = ('no free block for its next slots, and nothing else to preempt' if victim is req
-                   else f"to give {req.request_id!r} its next slots: the pool had no free block")
-            self._preempt(victim, batch, why)
-            if victim is req: return False
-        except Exception as e:                                   # not a shortage: this request's own fault
-            self._fail(req, e, now); return False
-
-# %% ../../nbs/06_scheduler.ipynb #961aeb3b
-@patch_to(Scheduler)
-def _prepare_fork(self, parent: Request, child: Request, num_new_tokens: int):
-    "Check that `child` can fork from `parent`; mark the parent's KV computed; the child inherits its history"
-    if parent.status is not Status.RUNNING: raise ValueError(f"parent {parent.request_id!r} is not running")
-    if child.request_id in self.requests:
-        raise ValueError(f"request_id {child.request_id!r} is already in the scheduler")
-    # only computed KV is ever shared
-    self.bm.mark_computed(parent.request_id, parent.num_computed_tokens + num_new_tokens)
-    child._seq, child.arrival_time = next(self._seq), parent.arrival_time
-    child.first_scheduled_time = parent.first_scheduled_time
-    child.output_token_ids = list(parent.output_token_ids)
-
-# %% ../../nbs/06_scheduler.ipynb #5e419051
-@patch_to(Scheduler)
-def fork(self, parent: Request, child: Request, num_new_tokens: int = 0) -> Request:
-    """Add `child` as a copy of the running `parent` sharing its blocks (or, if the pool cannot hold the
-    fork now, waiting to compute its prompt itself); call after the step that computed `num_new_tokens`
-    of the parent ran, before `update`"""
-    self._prepare_fork(parent, child, num_new_tokens)
-    try: self.bm.fork(parent.request_id, child.request_id)
-    except NoFreeBlocksError:                  # the reservation baseline needs a region per fork: it waits
-        self.requests[child.request_id] = child
-        bisect.insort(self.waiting, child, key=self._queue_key)
-        return child
-    self.requests[child.request_id] = child
-    child.status, child.num_computed_tokens = Status.RUNNING, parent.num_computed_tokens
-    child.num_cached_tokens, child.num_reserved = parent.num_cached_tokens, parent.num_reserved
-    self.running[child.request_id] = child
-    return child
-
-# %% ../../nbs/06_scheduler.ipynb #95439196
-@patch_to(Scheduler)
-def abandon(self, batch: ScheduledBatch) -> None:
-    """The step that planned or ran `batch` failed part-way: every request it may have touched recomputes
-    from scratch, and the copies' windows close"""
-    targets = {dst for _, dst in self.bm.copies_in_flight}   # a copy may not have run: its target's owner too
-    touched = {id(r): r for r in batch.requests if r.status is Status.RUNNING}
-    for r in self.running.values():
-        if targets and targets & set(self.bm.block_table(r.request_id)): touched[id(r)] = r
-    for req in touched.values(): self._requeue(req)
-    for req in self.waiting:                   # allocated, but interrupted before it left the queue
-        if self.bm.has_seq(req.request_id): self.bm.free(req.request_id)
-    self.bm.copies_done()
+    return max(cands, key=lambda r: (r.priority, r._seq)) if policy == 'priority' else cands[0]

@@ -9,6 +9,7 @@ __all__ = ['row_kind', 'describe_step', 'scheduler_timeline']
 
 # %% ../../nbs/06_scheduler.ipynb #imp25182
 from .blocks import BlockManager
+from .config import EngineConfig
 from .request import Request, ScheduledBatch
 from .scheduler import Scheduler
 
@@ -32,8 +33,8 @@ def scheduler_timeline(make_scheduler=None, requests=None):
     "An ipywidgets timeline: each click runs one scheduler iteration and shows its batch, queues and pool"
     import ipywidgets as W
     from minipaged.utils import format_rows
-    s = make_scheduler() if make_scheduler else Scheduler(BlockManager(10, 4), max_num_seqs=4,
-                                                          max_num_batched_tokens=8, max_model_len=40)
+    s = make_scheduler() if make_scheduler else Scheduler(BlockManager(10, 4), EngineConfig(
+        max_num_seqs=4, max_num_batched_tokens=8, max_model_len=40))
     shape = (('a', 11, 4), ('b', 3, 6), ('c', 9, 3), ('d', 14, 2))   # (id, prompt tokens, max_tokens)
     for r in requests or [Request(c, [k + 1] * n, max_tokens=m) for k, (c, n, m) in enumerate(shape)]:
         s.add_request(r)                        # distinct prompts: no prefix to share

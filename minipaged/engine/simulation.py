@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 from ..utils import distribution
 from .blocks import BlockManager
+from .config import EngineConfig
 from .request import FinishReason, Request, ScheduledBatch
 from .scheduler import Scheduler
 
@@ -85,8 +86,8 @@ SIM_CONFIGS = dict(static=dict(batching='static', max_num_batched_tokens=65536, 
 def run_simulation(name: str, num_blocks: int = 4096, seed: int = 0,
                    **trace_kw) -> tuple[dict, list[Request]]:
     "One of SIM_CONFIGS on the declared trace; returns (stats, requests)"
-    s = Scheduler(BlockManager(num_blocks, 16, enable_prefix_caching=False), max_num_seqs=64,
-                  max_model_len=4096, **SIM_CONFIGS[name])
+    s = Scheduler(BlockManager(num_blocks, 16, enable_prefix_caching=False),
+                  EngineConfig(max_num_seqs=64, max_model_len=4096, **SIM_CONFIGS[name]))
     reqs = simulate(s, poisson_trace(seed=seed, **trace_kw))
     return dict(scheduler=name, **latency_stats(reqs), preemptions=s.counters['preemptions'],
                 steps=s.counters['steps']), reqs
