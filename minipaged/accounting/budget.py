@@ -6,237 +6,22 @@ Docs: https://minipaged.github.io/minipaged/kv_budget.html.md"""
 
 # %% ../../nbs/00_kv_budget.ipynb #9fb1a724
 from __future__ import annotations
-import json, math
+import math
 from dataclasses import dataclass, replace
-from pathlib import Path
-from ..utils import cdiv, check_count, check_positive, fmt_bytes, MiB, patch_to
+from .shape import (
+    canonical_dtype, DTYPE_ALIASES, DTYPE_BYTES, dtype_bytes, kv_bytes, kv_bytes_per_token, ModelShape,
+    param_count, preset, PRESET_CONFIGS, shape_from_hf_config, weight_bytes)
+from ..utils import cdiv, check_count, check_positive, fmt_bytes, MiB
+# the shape's names stay importable from here, where the later chapters import them
+_all_ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes',
+         'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count', 'weight_bytes',
+         'shape_from_hf_config', 'preset']
 
 # %% auto #0
-__all__ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes', 'kv_bytes_per_token', 'ModelShape',
-           'kv_bytes', 'param_count', 'weight_bytes', 'shape_from_hf_config', 'preset', 'prefill_activation_bytes',
-           'MemoryBudget', 'memory_budget', 'shard_shape', 'all_reduce_bytes', 'CapacityEstimate', 'capacity']
-
-# %% ../../nbs/00_kv_budget.ipynb #34460c3f
-DTYPE_BYTES = {'float64': 8, 'float32': 4, 'float16': 2, 'bfloat16': 2, 'float8_e4m3': 1, 'float8_e5m2': 1,
-               'int8': 1}
-DTYPE_ALIASES = {'double': 'float64', 'fp32': 'float32', 'float': 'float32', 'fp16': 'float16',
-                 'half': 'float16', 'bf16': 'bfloat16', 'fp8': 'float8_e4m3', 'torch.float32': 'float32',
-                 'torch.float16': 'float16', 'torch.bfloat16': 'bfloat16'}
-
-# %% ../../nbs/00_kv_budget.ipynb #4c726b45
-def canonical_dtype(dtype: str, arg: str = 'dtype') -> str:
-    """The canonical name of `dtype` (accepts common aliases such as `bf16`); a `ValueError` names `arg`
-    otherwise"""
-    name = DTYPE_ALIASES.get(str(dtype).lower(), str(dtype).lower())
-    if name not in DTYPE_BYTES:
-        raise ValueError(f"{arg} must be one of {', '.join(DTYPE_BYTES)} (or an alias: "
-                         f"{', '.join(DTYPE_ALIASES)}), got {dtype!r}")
-    return name
-
-# %% ../../nbs/00_kv_budget.ipynb #86d75553
-def dtype_bytes(dtype: str, arg: str = 'dtype') -> int:
-    "Bytes per stored scalar of `dtype`"
-    return DTYPE_BYTES[canonical_dtype(dtype, arg)]
-
-# %% ../../nbs/00_kv_budget.ipynb #7462c7e0
-def kv_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int, dtype: str = 'bfloat16') -> int:
-    "Bytes of keys and values that one retained token holds: `2 * L * H_kv * d * b`"
-    for k, v in dict(num_layers=num_layers, num_kv_heads=num_kv_heads, head_dim=head_dim).items():
-        check_positive(k, v)
-    return 2 * num_layers * num_kv_heads * head_dim * dtype_bytes(dtype, 'kv dtype')
-
-# %% ../../nbs/00_kv_budget.ipynb #b3e37524
-@dataclass(frozen=True)
-class ModelShape:
-    "The numbers of a Llama-family decoder that decide its weight and KV-cache bytes"
-    num_layers: int
-    num_q_heads: int
-    num_kv_heads: int
-    head_dim: int
-    hidden_size: int | None = None        # None: num_q_heads * head_dim
-    intermediate_size: int | None = None  # the SwiGLU MLP width; needed only for weights
-    vocab_size: int | None = None         # needed only for weights
-    tie_word_embeddings: bool = False     # the LM head reuses the embedding matrix
-    attention_bias: bool = False          # q/k/v projections carry biases (Qwen2)
-    dtype: str = 'bfloat16'               # weights (and activations)
-    kv_dtype: str | None = None           # None: the weights' dtype
-    max_position_embeddings: int | None = None
-    name: str = 'custom'
-
-    def __post_init__(self):
-        for k in ('num_layers', 'num_q_heads', 'num_kv_heads', 'head_dim'):
-            check_positive(k, getattr(self, k))
-        for k in ('hidden_size', 'intermediate_size', 'vocab_size', 'max_position_embeddings'):
-            if getattr(self, k) is not None: check_positive(k, getattr(self, k))
-        if self.num_q_heads % self.num_kv_heads:
-            raise ValueError(f"num_kv_heads must divide num_q_heads ({self.num_q_heads}), got "
-                             f"{self.num_kv_heads}")
-        object.__setattr__(self, 'dtype', canonical_dtype(self.dtype))
-        object.__setattr__(self, 'kv_dtype', canonical_dtype(self.kv_dtype or self.dtype, 'kv_dtype'))
-        if self.hidden_size is None: object.__setattr__(self, 'hidden_size', self.num_q_heads * self.head_dim)
-
-# %% ../../nbs/00_kv_budget.ipynb #b0844b60
-@patch_to(ModelShape, as_prop=True)
-def group_size(self) -> int:
-    "Query heads per KV head: 1 for MHA, all of them for MQA"
-    return self.num_q_heads // self.num_kv_heads
-
-# %% ../../nbs/00_kv_budget.ipynb #46acbe82
-@patch_to(ModelShape, as_prop=True)
-def attention_kind(self) -> str:
-    "'MHA' (a KV head per query head), 'MQA' (one KV head) or 'GQA' (in between)"
-    return 'MHA' if self.group_size == 1 else 'MQA' if self.num_kv_heads == 1 else 'GQA'
-
-# %% ../../nbs/00_kv_budget.ipynb #6bbd6e69
-@patch_to(ModelShape, as_prop=True)
-def kv_bytes_per_token(self) -> int:  # noqa: F811 (the module's function stays)
-    "Bytes of keys and values one retained token holds, in the shape's KV dtype"
-    return kv_bytes_per_token(self.num_layers, self.num_kv_heads, self.head_dim, self.kv_dtype)
-
-# %% ../../nbs/00_kv_budget.ipynb #731b5cb4
-def kv_bytes(shape: ModelShape, lengths, block_size: int = 1) -> int:
-    "KV bytes that requests of `lengths` retained tokens hold, each rounded up to pages of `block_size` slots"
-    check_positive('block_size', block_size)
-    slots = sum(block_size * cdiv(check_positive('length', n), block_size) for n in lengths)
-    return slots * shape.kv_bytes_per_token
-
-# %% ../../nbs/00_kv_budget.ipynb #19781c1b
-def _attention_params(shape: ModelShape) -> int:
-    "Parameters of one layer's q, k, v and o projections (and the q/k/v biases, where the shape has them)"
-    h, q, kv = shape.hidden_size, shape.num_q_heads * shape.head_dim, shape.num_kv_heads * shape.head_dim
-    return 2 * h * q + 2 * h * kv + ((q + 2 * kv) if shape.attention_bias else 0)
-
-# %% ../../nbs/00_kv_budget.ipynb #7b27b373
-def param_count(shape: ModelShape) -> int:
-    "Parameters of a Llama-family decoder with this shape (embeddings and LM head included)"
-    missing = [k for k in ('intermediate_size', 'vocab_size') if getattr(shape, k) is None]
-    if missing: raise ValueError(f"param_count needs {' and '.join(missing)} in the shape")
-    h = shape.hidden_size
-    layer = _attention_params(shape) + 3 * h * shape.intermediate_size + 2 * h
-    embed = shape.vocab_size * h
-    return shape.num_layers * layer + h + embed * (1 if shape.tie_word_embeddings else 2)
-
-# %% ../../nbs/00_kv_budget.ipynb #0665667f
-def weight_bytes(shape: ModelShape) -> int:
-    "Bytes of the weights in the shape's dtype"
-    return param_count(shape) * dtype_bytes(shape.dtype)
-
-# %% ../../nbs/00_kv_budget.ipynb #1774f5bd
-def _read_config(config) -> tuple[dict, str]:
-    "The parsed config, and where it came from (for error messages)"
-    if isinstance(config, dict): return config, 'config'
-    path = Path(config)
-    if path.is_dir(): path = path / 'config.json'
-    try: return json.loads(path.read_text()), str(path)
-    except FileNotFoundError: raise ValueError(f"config: no such file {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"config: {path} is not valid JSON ({e})") from None
-
-# %% ../../nbs/00_kv_budget.ipynb #c982d7de
-_REQUIRED_KEYS = ('num_hidden_layers', 'num_attention_heads', 'hidden_size')
-
-def _check_config(cfg, where: str) -> dict:
-    "`cfg` if it is a JSON object with the required keys; a `ValueError` saying what is missing otherwise"
-    if not isinstance(cfg, dict): raise ValueError(f"config: {where} must hold a JSON object")
-    missing = [k for k in _REQUIRED_KEYS if k not in cfg]
-    if missing: raise ValueError(f"config: {where} lacks {', '.join(missing)} (required: "
-                                 f"{', '.join(_REQUIRED_KEYS)})")
-    return cfg
-
-# %% ../../nbs/00_kv_budget.ipynb #8488d043
-def _head_dim(cfg: dict) -> int:
-    "The config's `head_dim`, or `hidden_size / num_attention_heads` when it gives none"
-    if cfg.get('head_dim') is not None: return cfg['head_dim']
-    heads, hidden = cfg['num_attention_heads'], cfg['hidden_size']
-    check_positive('num_attention_heads', heads); check_positive('hidden_size', hidden)
-    if hidden % heads: raise ValueError(f"config: hidden_size {hidden} is not a multiple of "
-                                        f"num_attention_heads {heads}; give head_dim")
-    return hidden // heads
-
-# %% ../../nbs/00_kv_budget.ipynb #4ae4d20d
-def shape_from_hf_config(config, name: str | None = None, dtype: str | None = None) -> ModelShape:
-    "A `ModelShape` from a Hugging Face `config.json` (a path, a checkpoint directory, or the parsed dict)"
-    cfg, where = _read_config(config)
-    heads, head_dim = _check_config(cfg, where)['num_attention_heads'], _head_dim(cfg)
-    try:
-        return ModelShape(num_layers=cfg['num_hidden_layers'], num_q_heads=heads,
-            num_kv_heads=cfg.get('num_key_value_heads') or heads, head_dim=head_dim,
-            hidden_size=cfg['hidden_size'],
-            intermediate_size=cfg.get('intermediate_size'), vocab_size=cfg.get('vocab_size'),
-            tie_word_embeddings=bool(cfg.get('tie_word_embeddings', False)),
-            attention_bias=cfg.get('model_type') == 'qwen2' or bool(cfg.get('attention_bias', False)),
-            dtype=dtype or cfg.get('torch_dtype') or cfg.get('dtype') or 'float32',
-            max_position_embeddings=cfg.get('max_position_embeddings'),
-            name=name or cfg.get('_name_or_path') or cfg.get('model_type') or 'custom')
-    except ValueError as e: raise ValueError(f"config: {where}: {e}") from None
-
-# %% ../../nbs/00_kv_budget.ipynb #efa51fd5
-_LLAMA3_ROPE = dict(rope_type='llama3', low_freq_factor=1.0, high_freq_factor=4.0,
-                    original_max_position_embeddings=8192)
-
-PRESET_CONFIGS = {
-    'llama-2-7b': dict(model_type='llama', num_hidden_layers=32, num_attention_heads=32,
-                       num_key_value_heads=32, hidden_size=4096, intermediate_size=11008, vocab_size=32000,
-                       tie_word_embeddings=False, max_position_embeddings=4096, torch_dtype='float16',
-                       rope_theta=10000.0),
-    'llama-3-8b': dict(model_type='llama', num_hidden_layers=32, num_attention_heads=32,
-                       num_key_value_heads=8, hidden_size=4096, intermediate_size=14336, vocab_size=128256,
-                       tie_word_embeddings=False, max_position_embeddings=8192, torch_dtype='bfloat16',
-                       rope_theta=500000.0),
-    'llama-3.2-1b': dict(model_type='llama', num_hidden_layers=16, num_attention_heads=32,
-                         num_key_value_heads=8, hidden_size=2048, head_dim=64, intermediate_size=8192,
-                         vocab_size=128256, tie_word_embeddings=True, max_position_embeddings=131072,
-                         torch_dtype='bfloat16', rope_theta=500000.0,
-                         rope_scaling={**_LLAMA3_ROPE, 'factor': 32.0}),
-    'mistral-7b': dict(model_type='mistral', num_hidden_layers=32, num_attention_heads=32,
-                       num_key_value_heads=8, hidden_size=4096, intermediate_size=14336, vocab_size=32000,
-                       tie_word_embeddings=False, max_position_embeddings=32768, torch_dtype='bfloat16',
-                       rope_theta=10000.0, sliding_window=4096),
-    'qwen2.5-0.5b': dict(model_type='qwen2', num_hidden_layers=24, num_attention_heads=14,
-                         num_key_value_heads=2, hidden_size=896, intermediate_size=4864, vocab_size=151936,
-                         tie_word_embeddings=True, max_position_embeddings=32768, torch_dtype='bfloat16',
-                         rope_theta=1000000.0),
-}
-
-# %% ../../nbs/00_kv_budget.ipynb #84ae37f4
-PRESET_CONFIGS |= {     # the families people serve small: Llama 3.1/3.2, Qwen2.5, SmolLM2
-    'llama-3.1-8b': dict(model_type='llama', num_hidden_layers=32, num_attention_heads=32,
-                         num_key_value_heads=8, hidden_size=4096, intermediate_size=14336, vocab_size=128256,
-                         tie_word_embeddings=False, max_position_embeddings=131072, torch_dtype='bfloat16',
-                         rope_theta=500000.0, rope_scaling={**_LLAMA3_ROPE, 'factor': 8.0}),
-    'llama-3.2-3b': dict(model_type='llama', num_hidden_layers=28, num_attention_heads=24,
-                         num_key_value_heads=8, hidden_size=3072, head_dim=128, intermediate_size=8192,
-                         vocab_size=128256, tie_word_embeddings=True, max_position_embeddings=131072,
-                         torch_dtype='bfloat16', rope_theta=500000.0,
-                         rope_scaling={**_LLAMA3_ROPE, 'factor': 32.0}),
-    'qwen2.5-1.5b': dict(model_type='qwen2', num_hidden_layers=28, num_attention_heads=12,
-                         num_key_value_heads=2, hidden_size=1536, intermediate_size=8960, vocab_size=151936,
-                         tie_word_embeddings=True, max_position_embeddings=32768, torch_dtype='bfloat16',
-                         rope_theta=1000000.0),
-    'qwen2.5-7b': dict(model_type='qwen2', num_hidden_layers=28, num_attention_heads=28,
-                       num_key_value_heads=4, hidden_size=3584, intermediate_size=18944, vocab_size=152064,
-                       tie_word_embeddings=False, max_position_embeddings=32768, torch_dtype='bfloat16',
-                       rope_theta=1000000.0),
-    'smollm2-135m': dict(model_type='llama', num_hidden_layers=30, num_attention_heads=9,
-                         num_key_value_heads=3, hidden_size=576, intermediate_size=1536, vocab_size=49152,
-                         tie_word_embeddings=True, max_position_embeddings=8192, torch_dtype='bfloat16',
-                         rope_theta=100000.0),
-    'smollm2-360m': dict(model_type='llama', num_hidden_layers=32, num_attention_heads=15,
-                         num_key_value_heads=5, hidden_size=960, intermediate_size=2560, vocab_size=49152,
-                         tie_word_embeddings=True, max_position_embeddings=8192, torch_dtype='bfloat16',
-                         rope_theta=100000.0),
-    'smollm2-1.7b': dict(model_type='llama', num_hidden_layers=24, num_attention_heads=32,
-                         num_key_value_heads=32, hidden_size=2048, intermediate_size=8192, vocab_size=49152,
-                         tie_word_embeddings=True, max_position_embeddings=8192, torch_dtype='bfloat16',
-                         rope_theta=130000.0),
-}
-
-# %% ../../nbs/00_kv_budget.ipynb #4ccc4f12
-def preset(name: str) -> ModelShape:
-    "The shape of a named model, from its published `config.json` keys"
-    if name not in PRESET_CONFIGS: raise ValueError(f"preset must be one of {', '.join(PRESET_CONFIGS)}, got "
-                                                    f"{name!r}")
-    return shape_from_hf_config(PRESET_CONFIGS[name], name=name)
+__all__ = ['prefill_activation_bytes', 'MemoryBudget', 'memory_budget', 'shard_shape', 'all_reduce_bytes', 'CapacityEstimate',
+           'capacity', 'DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes',
+           'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count', 'weight_bytes', 'shape_from_hf_config',
+           'preset']
 
 # %% ../../nbs/00_kv_budget.ipynb #b3f34606
 def prefill_activation_bytes(shape: ModelShape, num_tokens: int, num_seqs: int = 1) -> int:
@@ -262,21 +47,17 @@ class MemoryBudget:
     @property
     def total(self) -> int: return sum(self.terms.values())
 
-# %% ../../nbs/00_kv_budget.ipynb #2341aec1
-@patch_to(MemoryBudget)
-def rows(self) -> list[dict]:
-    "One dict per term: its name, bytes, share of the total and how it was computed"
-    return [dict(term=k, bytes=v, share=v / self.total, how=self.notes[k]) for k, v in self.terms.items()]
+    def rows(self) -> list[dict]:
+        "One dict per term: its name, bytes, share of the total and how it was computed"
+        return [dict(term=k, bytes=v, share=v / self.total, how=self.notes[k]) for k, v in self.terms.items()]
 
-# %% ../../nbs/00_kv_budget.ipynb #3a084380
-@patch_to(MemoryBudget)
-def table(self) -> str:
-    "A plain-text table of every term, the total, and what the budget leaves out"
-    lines = [f"{'term':<20}{'bytes':>12}{'share':>8}  how"] + [
-        f"{r['term']:<20}{fmt_bytes(r['bytes']):>12}{r['share']:>8.1%}  {r['how']}" for r in self.rows()
-    ]
-    lines += [f"{'total':<20}{fmt_bytes(self.total):>12}", 'excludes: ' + '; '.join(self.excludes)]
-    return '\n'.join(lines)
+    def table(self) -> str:
+        "A plain-text table of every term, the total, and what the budget leaves out"
+        lines = [f"{'term':<20}{'bytes':>12}{'share':>8}  how"] + [
+            f"{r['term']:<20}{fmt_bytes(r['bytes']):>12}{r['share']:>8.1%}  {r['how']}" for r in self.rows()
+        ]
+        lines += [f"{'total':<20}{fmt_bytes(self.total):>12}", 'excludes: ' + '; '.join(self.excludes)]
+        return '\n'.join(lines)
 
 # %% ../../nbs/00_kv_budget.ipynb #1fc09b27
 def _budget_terms(shape, lengths, block_size, max_num_batched_tokens, max_len, workspace_bytes) -> dict:
@@ -364,21 +145,18 @@ class CapacityEstimate:
     speculative_per_request: float = 0.0   # mean bytes of the slots its guesses hold at a step's peak
     excludes: tuple[str, ...] = MemoryBudget.excludes
 
-# %% ../../nbs/00_kv_budget.ipynb #305293df
-@patch_to(CapacityEstimate)
-def table(self) -> str:  # noqa: F811 (not MemoryBudget.table)
-    "The estimate as a subtraction: device memory, the fixed terms, the KV pool, what one request takes"
-    lines = [f"{'device memory':<26}{fmt_bytes(self.memory_bytes):>12}"]
-    lines += [f"  - {k:<22}{fmt_bytes(v):>12}" for k, v in self.fixed.items()]
-    lines += [f"{'= KV pool':<26}{fmt_bytes(self.kv_pool_bytes):>12}",
-              f"{'KV per request (mean)':<26}{fmt_bytes(self.kv_per_request):>12}",
-              f"{'block table per request':<26}{fmt_bytes(self.table_per_request):>12}"]
-    if self.speculative_per_request:                  # chapter 11: the slots of guesses being verified
-        lines += [f"{'speculation per request':<26}{fmt_bytes(self.speculative_per_request):>12}"]
-    lines += [
-              f"{'max concurrent requests':<26}{self.max_requests:>10,}",
-              'excludes: ' + '; '.join(self.excludes)]
-    return '\n'.join(lines)
+    def table(self) -> str:
+        "The estimate as a subtraction: device memory, the fixed terms, the KV pool, what one request takes"
+        lines = [f"{'device memory':<26}{fmt_bytes(self.memory_bytes):>12}"]
+        lines += [f"  - {k:<22}{fmt_bytes(v):>12}" for k, v in self.fixed.items()]
+        lines += [f"{'= KV pool':<26}{fmt_bytes(self.kv_pool_bytes):>12}",
+                  f"{'KV per request (mean)':<26}{fmt_bytes(self.kv_per_request):>12}",
+                  f"{'block table per request':<26}{fmt_bytes(self.table_per_request):>12}"]
+        if self.speculative_per_request:                  # chapter 11: the slots of guesses being verified
+            lines += [f"{'speculation per request':<26}{fmt_bytes(self.speculative_per_request):>12}"]
+        lines += [f"{'max concurrent requests':<26}{self.max_requests:>10,}",
+                  'excludes: ' + '; '.join(self.excludes)]
+        return '\n'.join(lines)
 
 # %% ../../nbs/00_kv_budget.ipynb #b0f3653c
 def _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, headroom_frac) -> dict:
