@@ -15,7 +15,6 @@ from ..attention.backend import (attention_calls, AttentionMetadata, last_token_
                                       select_attention_backend)
 from .config import ModelConfig
 from .rope import apply_rope, cos_sin, rope_lengths, rope_table, scaled_inv_freq
-from ..utils import patch_to
 
 # %% auto #0
 __all__ = ['RMSNorm', 'Attention', 'MLP', 'DecoderLayer', 'CausalLM', 'random_model', 'allocate_model_cache',
@@ -91,7 +90,37 @@ class _Decoder(nn.Module):
         self.layers = nn.ModuleList([DecoderLayer(cfg) for _ in range(s.num_layers)])
         self.norm = RMSNorm(s.hidden_size, cfg.rms_norm_eps)
 
-# %% ../../nbs/07_model.ipynb #96b2ef5a
+# %% ../../nbs/07_model.ipynb #c9970a1a
+def _dynamic_rope(cfg: ModelConfig, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor,
+                  lengths: torch.Tensor) -> tuple:
+    """`cos`, `sin` (the table's rows of `positions`) with the rows of tokens whose rope `lengths` pass the
+    trained context recomputed at that length's frequencies (dynamic scaling)"""
+    trained = cfg.shape.max_position_embeddings or 2048
+    for n in lengths[lengths > trained].unique().tolist():
+        rows = lengths == n
+        inv, _ = scaled_inv_freq(cfg.shape.head_dim, cfg.rope_theta, cfg.rope_scaling, trained, n)
+        cos[rows], sin[rows] = cos_sin(positions[rows], inv)
+    return cos, sin
+
+# %% ../../nbs/07_model.ipynb #6fa9a90d
+def _rows_wanted(meta: AttentionMetadata, last_of, device):
+    "`last_of` as a tensor of sequence indices, or None when every row is wanted (or none was asked for)"
+    if last_of is None: return None
+    last_of = torch.as_tensor(last_of, dtype=torch.long, device=device)
+    # every row is wanted anyway
+    if meta.is_decode and torch.equal(last_of, torch.arange(meta.context_lens.numel(), device=device)):
+        return None
+    return last_of
+
+# %% ../../nbs/07_model.ipynb #50a1aebe
+def _check_slots(input_ids: torch.Tensor, meta: AttentionMetadata, k_cache: torch.Tensor) -> None:
+    "One slot per new token, inside the cache, no slot twice, as int64: checked once for every layer's write"
+    num_slots = k_cache.shape[0] * k_cache.shape[1]
+    check_slot_mapping(meta.slot_mapping, input_ids.numel(), num_slots, k_cache.device)
+    if meta.slot_mapping.dtype != torch.int64: raise ValueError("slot_mapping must be int64, got "
+                                                                f"{meta.slot_mapping.dtype}")
+
+# %% ../../nbs/07_model.ipynb #467dda81
 class CausalLM(nn.Module):
     "A Llama-family causal language model over a paged KV cache"
     def __init__(self, cfg: ModelConfig):
@@ -105,68 +134,36 @@ class CausalLM(nn.Module):
         self.register_buffer('rope_sin', sin, persistent=False)
         self.dynamic_rope = cfg.rope_scaling is not None and cfg.rope_scaling.rope_type == 'dynamic'
 
-# %% ../../nbs/07_model.ipynb #c9970a1a
-@patch_to(CausalLM)
-def rotary(self, positions: torch.Tensor, lengths: torch.Tensor | None = None) -> tuple:
-    """cos, sin `[tokens, head_dim]` of these positions: the table's rows; under dynamic scaling, tokens
-    whose rope `lengths` pass the trained context get that length's frequencies"""
-    cos, sin = self.rope_cos[positions], self.rope_sin[positions]
-    if lengths is None or not self.dynamic_rope: return cos, sin
-    cfg = self.config
-    trained = cfg.shape.max_position_embeddings or 2048
-    for n in lengths[lengths > trained].unique().tolist():
-        rows = lengths == n
-        inv, _ = scaled_inv_freq(cfg.shape.head_dim, cfg.rope_theta, cfg.rope_scaling, trained, n)
-        cos[rows], sin[rows] = cos_sin(positions[rows], inv)
-    return cos, sin
+    def rotary(self, positions: torch.Tensor, lengths: torch.Tensor | None = None) -> tuple:
+        """cos, sin `[tokens, head_dim]` of these positions: the table's rows; under dynamic scaling, tokens
+        whose rope `lengths` pass the trained context get that length's frequencies"""
+        cos, sin = self.rope_cos[positions], self.rope_sin[positions]
+        if lengths is None or not self.dynamic_rope: return cos, sin
+        return _dynamic_rope(self.config, cos, sin, positions, lengths)
 
-# %% ../../nbs/07_model.ipynb #6fa9a90d
-@patch_to(CausalLM)
-def _rows_wanted(self, meta: AttentionMetadata, last_of, device):
-    "`last_of` as a tensor of sequence indices, or None when every row is wanted (or none was asked for)"
-    if last_of is None: return None
-    last_of = torch.as_tensor(last_of, dtype=torch.long, device=device)
-    # every row is wanted anyway
-    if meta.is_decode and torch.equal(last_of, torch.arange(meta.context_lens.numel(), device=device)):
-        return None
-    return last_of
+    def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None,
+                last_of=None) -> torch.Tensor:
+        """Hidden states `[num_tokens, hidden]` of the packed new tokens — or, given `last_of` (sequence
+        indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`"""
+        k0, backend = kv_caches[0][0], backend or select_attention_backend('torch')
+        last_of = _rows_wanted(meta, last_of, k0.device)
+        _check_slots(input_ids, meta, k0)
+        # planned once, used by every layer
+        calls = attention_calls(meta, backend, k0)
+        cos, sin = self.rotary(meta.positions, rope_lengths(meta) if self.dynamic_rope else None)
+        x = self.model.embed_tokens(input_ids)
+        layers = list(zip(self.model.layers, kv_caches))
+        if last_of is not None: (last, last_kv), layers = layers[-1], layers[:-1]
+        for layer, kv in layers: x = layer(x, cos, sin, meta, kv, calls)
+        # the last layer: only the rows that will be sampled
+        if last_of is not None:
+            rows, last_calls = last_token_calls(meta, backend, k0, last_of)
+            x = last(x, cos, sin, meta, last_kv, last_calls, rows)
+        return self.model.norm(x)
 
-# %% ../../nbs/07_model.ipynb #50a1aebe
-@patch_to(CausalLM)
-def _check_slots(self, input_ids: torch.Tensor, meta: AttentionMetadata, k_cache: torch.Tensor) -> None:
-    "One slot per new token, inside the cache, no slot twice, as int64: checked once for every layer's write"
-    num_slots = k_cache.shape[0] * k_cache.shape[1]
-    check_slot_mapping(meta.slot_mapping, input_ids.numel(), num_slots, k_cache.device)
-    if meta.slot_mapping.dtype != torch.int64: raise ValueError("slot_mapping must be int64, got "
-                                                                f"{meta.slot_mapping.dtype}")
-
-# %% ../../nbs/07_model.ipynb #467dda81
-@patch_to(CausalLM)
-def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None,
-            last_of=None) -> torch.Tensor:
-    """Hidden states `[num_tokens, hidden]` of the packed new tokens — or, given `last_of` (sequence
-    indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`"""
-    k0, backend = kv_caches[0][0], backend or select_attention_backend('torch')
-    last_of = self._rows_wanted(meta, last_of, k0.device)
-    self._check_slots(input_ids, meta, k0)
-    # planned once, used by every layer
-    calls = attention_calls(meta, backend, k0)
-    cos, sin = self.rotary(meta.positions, rope_lengths(meta) if self.dynamic_rope else None)
-    x = self.model.embed_tokens(input_ids)
-    layers = list(zip(self.model.layers, kv_caches))
-    if last_of is not None: (last, last_kv), layers = layers[-1], layers[:-1]
-    for layer, kv in layers: x = layer(x, cos, sin, meta, kv, calls)
-    # the last layer: only the rows that will be sampled
-    if last_of is not None:
-        rows, last_calls = last_token_calls(meta, backend, k0, last_of)
-        x = last(x, cos, sin, meta, last_kv, last_calls, rows)
-    return self.model.norm(x)
-
-# %% ../../nbs/07_model.ipynb #2c682e25
-@patch_to(CausalLM)
-def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-    "float32 logits of the given hidden rows"
-    return self.lm_head(hidden).float()
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        "float32 logits of the given hidden rows"
+        return self.lm_head(hidden).float()
 
 # %% ../../nbs/07_model.ipynb #7b76e475
 def random_model(cfg: ModelConfig, seed: int = 0, std: float = 0.02) -> CausalLM:

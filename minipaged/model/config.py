@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from ..accounting.budget import ModelShape, shape_from_hf_config
-from ..utils import check_bool, check_int, check_number, patch_to
+from ..utils import check_bool, check_int, check_number
 
 # %% ../../nbs/07_model.ipynb #7e76dd0a
 # Mistral is a Llama with an optional sliding window (refused below when it would bite)
@@ -56,14 +56,13 @@ class ModelConfig:
         # a special token id that is not a token would never match: refuse it here
         _check_special_tokens(self.eos_token_ids, self.bos_token_id, self.shape.vocab_size)
 
-# %% ../../nbs/07_model.ipynb #f4609560
-@patch_to(ModelConfig, as_prop=True)
-def max_position_embeddings(self) -> int:
-    """The longest context the model serves: the config's (2048 when it does not say), times the factor of a
-    rope scaling that stretches it (linear, dynamic; YaRN stretches its original context; below)"""
-    n, s = self.shape.max_position_embeddings or 2048, self.rope_scaling
-    if s is None or s.rope_type in ('default', 'llama3'): return n     # Llama 3.1's config gives the long one
-    return int((s.original_max_position_embeddings if s.rope_type == 'yarn' else n) * s.factor)
+    @property
+    def max_position_embeddings(self) -> int:
+        """The longest context the model serves: the config's (2048 when it does not say), times the factor of
+        a rope scaling that stretches it (linear, dynamic; YaRN stretches its original context; below)"""
+        n, s = self.shape.max_position_embeddings or 2048, self.rope_scaling
+        if s is None or s.rope_type in ('default', 'llama3'): return n  # Llama 3.1's config: the long one
+        return int((s.original_max_position_embeddings if s.rope_type == 'yarn' else n) * s.factor)
 
 # %% ../../nbs/07_model.ipynb #cb7ba311
 def tiny_config(architecture: str = 'LlamaForCausalLM', **shape_kw) -> ModelConfig:
