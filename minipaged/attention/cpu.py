@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
-from ..utils import cdiv, check_positive, patch_to
+from ..utils import cdiv, check_positive
 from .cache import (check_block_tables, check_kv_cache, check_query, check_query_lens,
                                        check_scale)
 from .reference import causal_allowed, query_layout
@@ -139,17 +139,15 @@ class PageWorkspace:
     `max_rows` when that suffices) and kept; serves one model run at a time"""
     def __init__(self, max_rows: int | None = None): self.k = self.v = None; self.max_rows = max_rows
 
-# %% ../../nbs/03b_fast_cpu_attention.ipynb #a6302615
-@patch_to(PageWorkspace)
-def buffers(self, rows: int, cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    "Two `[rows, Hkv, d]` buffers in `cache`'s dtype and device (contents undefined)"
-    shape = (cache.shape[2], cache.shape[3])
-    if (self.k is None or self.k.shape[0] < rows or self.k.shape[1:] != shape or self.k.dtype != cache.dtype
-            or self.k.device != cache.device):
-        n = max(rows, self.k.shape[0] * 3 // 2 if self.k is not None else 0)     # grow by half again
-        if self.max_rows is not None: n = max(rows, min(n, self.max_rows))     # but not past the budget
-        self.k, self.v = cache.new_empty(n, *shape), cache.new_empty(n, *shape)
-    return self.k[:rows], self.v[:rows]
+    def buffers(self, rows: int, cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        "Two `[rows, Hkv, d]` buffers in `cache`'s dtype and device (contents undefined)"
+        shape, k = (cache.shape[2], cache.shape[3]), self.k
+        if (k is None or k.shape[0] < rows or k.shape[1:] != shape or k.dtype != cache.dtype
+                or k.device != cache.device):
+            n = max(rows, k.shape[0] * 3 // 2 if k is not None else 0)         # grow by half again
+            if self.max_rows is not None: n = max(rows, min(n, self.max_rows))     # but not past the budget
+            self.k, self.v = cache.new_empty(n, *shape), cache.new_empty(n, *shape)
+        return self.k[:rows], self.v[:rows]
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #5efbc66b
 def _check_plan(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan) -> int:
