@@ -20,7 +20,7 @@ from .corpus import corpus_files, corpus_sha256, read_documents, split_files, st
 from .evaluate import (bigram_nll, bits_per_byte, gzip_bits_per_byte, model_nll,
                                          function_headers, sample_completions, sample_headers, tune_bigram)
 from .loop import stream_windows, train
-from ..utils import check_int, patch_to
+from ..utils import check_int
 from .tokenizer import EOS, encode_documents, save_tokenizer, train_tokenizer
 
 # %% ../../nbs/07b_training.ipynb #6154de78
@@ -59,17 +59,15 @@ class Recipe:
         if self.hidden_size % self.num_q_heads or self.num_q_heads % self.num_kv_heads:
             raise ValueError("hidden_size must divide by num_q_heads, and num_q_heads by num_kv_heads")
 
-# %% ../../nbs/07b_training.ipynb #1fbe23d8
-@patch_to(Recipe)
-def model_config(self, eos_id: int) -> ModelConfig:
-    "The Llama shape the recipe trains: tied embeddings, GQA, float32, context `seq_len` (trained, allowed)"
-    shape = ModelShape(num_layers=self.num_layers, num_q_heads=self.num_q_heads,
-                       num_kv_heads=self.num_kv_heads,
-                       head_dim=self.hidden_size // self.num_q_heads, hidden_size=self.hidden_size,
-                       intermediate_size=self.intermediate_size, vocab_size=self.vocab_size,
-                       tie_word_embeddings=True, dtype='float32', max_position_embeddings=self.seq_len,
-                       name='pylm')
-    return ModelConfig(shape=shape, rms_norm_eps=1e-5, eos_token_ids=(eos_id,))
+    def model_config(self, eos_id: int) -> ModelConfig:
+        "The shape the recipe trains, a Llama: tied embeddings, GQA, float32, `seq_len` its context"
+        shape = ModelShape(num_layers=self.num_layers, num_q_heads=self.num_q_heads,
+                           num_kv_heads=self.num_kv_heads,
+                           head_dim=self.hidden_size // self.num_q_heads, hidden_size=self.hidden_size,
+                           intermediate_size=self.intermediate_size, vocab_size=self.vocab_size,
+                           tie_word_embeddings=True, dtype='float32', max_position_embeddings=self.seq_len,
+                           name='pylm')
+        return ModelConfig(shape=shape, rms_norm_eps=1e-5, eos_token_ids=(eos_id,))
 
 # %% ../../nbs/07b_training.ipynb #0a073f1d
 def prepare_data(r: Recipe, root=None, tokenizer=None) -> dict:
@@ -111,7 +109,7 @@ def write_checkpoint(model, tok, r: Recipe, data: dict, log: list[dict], out) ->
 # %% ../../nbs/07b_training.ipynb #2d8f472b
 def evaluate_checkpoint(path, r: Recipe, data: dict) -> dict:
     "Held-out bits per byte (model, bigram, gzip) and the valid-Python share of seeded completions"
-    from minipaged.engine.llm import LLM
+    from minipaged.llm import LLM
     model, V = load_model(path), r.vocab_size
     nbytes, held = len(data['heldout_text'].encode()), data['heldout']
     lam = tune_bigram(data['train'].numpy(), V)
