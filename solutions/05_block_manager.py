@@ -1,5 +1,6 @@
 "Worked solutions to the exercises of chapter 05 (the block manager)."
 from minipaged.engine.blocks import BlockManager, NoFreeBlocksError
+from minipaged.engine.prefix_cache import PrefixCache
 from minipaged.utils import cdiv, check_count
 
 
@@ -13,35 +14,43 @@ def refcounts(bm, seq_ids) -> dict[int, int]:
     return counts
 
 
-class LFUBlockManager(BlockManager):
-    """A `BlockManager` that evicts the cached block with the fewest prefix-cache hits (the least recently used
+class LFUCache(PrefixCache):
+    """A `PrefixCache` that evicts the cached block with the fewest prefix-cache hits (the least recently used
     among equals) and keeps every invariant"""
-    # BlockManager declares __slots__; a subclass that adds state declares its own, or gets a __dict__.
+    # PrefixCache declares __slots__; a subclass that adds state declares its own, or gets a __dict__.
     __slots__ = ('hits',)
 
-    def __init__(self, num_blocks: int, block_size: int, **kwargs):
-        super().__init__(num_blocks, block_size, **kwargs)
+    def __init__(self, num_blocks: int, block_size: int, *args, **kwargs):
+        super().__init__(num_blocks, block_size, *args, **kwargs)
         self.hits = [0] * num_blocks              # prefix-cache hits of each block since it was registered
 
-    def allocate(self, seq_id, token_ids, salt=None) -> int:
-        # `allocate` returns the tokens the cache supplied: its first `cached // B` blocks are the hits.
-        cached = super().allocate(seq_id, token_ids, salt)
-        for b in self.block_table(seq_id)[:cached // self.block_size]: self.hits[b] += 1
-        return cached
+    def revive(self, hits: list[int]) -> int:
+        # `allocate` passes every cached block of a new table through here, referenced or not: one hit each.
+        for b in hits: self.hits[b] += 1
+        return super().revive(hits)
 
-    def _evict(self) -> int:
+    def evict(self) -> int:
         # `min` returns the *first* smallest in iteration order, and the evictable queue iterates least
         # recently used first: ties go to LRU for free. A scan of the queue is O(cached blocks); a real
         # engine would keep buckets by count, but the exercise is about the invariants, not the constant.
-        b = min(self._evictable, key=self.hits.__getitem__)
-        # Everything the original `_evict` does, for the chosen block: out of the queue, out of the index,
+        b = min(self.evictable, key=self.hits.__getitem__)
+        # Everything the original `evict` does, for the chosen block: out of the queue, out of the index,
         # no key and no content left (check() verifies that no key points at a reused block), one eviction.
-        del self._evictable[b]
-        del self._index[self._key[b]]
-        self._key[b] = self._content[b] = None
-        self._stats['evictions'] += 1
+        del self.evictable[b]
+        del self.index[self.key[b]]
+        self.key[b] = self.content[b] = None
+        self.evictions += 1
         self.hits[b] = 0                          # its next content starts with no hits
         return b
+
+
+class LFUBlockManager(BlockManager):
+    "A `BlockManager` whose prefix cache is an `LFUCache`"
+    __slots__ = ()
+
+    def __init__(self, num_blocks: int, block_size: int, **kwargs):
+        super().__init__(num_blocks, block_size, **kwargs)
+        self.cache = LFUCache(num_blocks, block_size, self.context, kwargs.get('key_hash', hash))
 
 
 def rollback(bm, seq_id, num_tokens: int) -> list[tuple[int, int]]:
@@ -49,19 +58,19 @@ def rollback(bm, seq_id, num_tokens: int) -> list[tuple[int, int]]:
     seq = bm._get(seq_id)
     n = len(seq.tokens) - check_count('num_tokens', num_tokens)
     if n < 1: raise ValueError(f"num_tokens must leave at least one token of {len(seq.tokens)}, got {num_tokens}")
+    pool, cache = bm.pool, bm.cache
     B, keep = bm.block_size, cdiv(n, bm.block_size)
     last = seq.blocks[keep - 1]
     # The new last block is partly filled again. If it is registered, its cached content (a full block) would
     # change at the next write: shared, it needs a copy, so check for a block *before* changing anything
     # (all or nothing, like every other operation).
-    reopened = n % B != 0 and bm._key[last] is not None
-    if reopened and bm._ref[last] > 1 and not (bm._free or bm._evictable):
+    reopened = n % B != 0 and cache.key[last] is not None
+    if reopened and pool.ref[last] > 1 and not bm.num_available_blocks:
         raise NoFreeBlocksError('rollback needs 1 block for a copy, 0 available', needed=1, available=0)
     # Release the blocks past the new end, tail first, exactly as `free` does: a block goes back to the pool
     # only when no table holds it and no copy in flight uses it.
     for b in reversed(seq.blocks[keep:]):
-        bm._ref[b] -= 1
-        if bm._ref[b] == 0 and not bm._pins[b]: bm._reclaim(b)
+        if pool.unref(b) and not bm._in_flight.pins[b]: bm._reclaim(b)
     del seq.blocks[keep:], seq.tokens[n:]
     # What is computed stays computed, up to the new end; keys exist only for computed full blocks.
     seq.num_computed = min(seq.num_computed, n)
@@ -70,11 +79,16 @@ def rollback(bm, seq_id, num_tokens: int) -> list[tuple[int, int]]:
     if bm.enable_prefix_caching: seq.register_at = (full + 1) * B
     copies = []
     if reopened:
-        if bm._ref[last] > 1: copies.append(bm._copy_on_write(seq))   # a private copy; the shared one stays cached
-        else:                                                           # ours alone: it leaves the cache
-            del bm._index[bm._key[last]]
-            bm._key[last] = bm._content[last] = None
+        if pool.ref[last] > 1:                    # a private copy; the shared one stays cached
+            [dst] = bm._take(1)
+            pool.ref[last] -= 1
+            seq.blocks[-1] = dst
+            bm._in_flight.hold(last, dst, pool.gen)
+            bm._stats['cow_copies'] += 1
+            copies.append((last, dst))
+        else:                                     # ours alone: it leaves the cache
+            del cache.index[cache.key[last]]
+            cache.key[last] = cache.content[last] = None
     # `room` may only permit writes into a private last block.
-    last = seq.blocks[-1]
-    seq.room = len(seq.blocks) * B - n if bm._ref[last] == 1 else 0
+    seq.room = len(seq.blocks) * B - n if pool.ref[seq.blocks[-1]] == 1 else 0
     return copies

@@ -6,41 +6,14 @@ Docs: https://minipaged.github.io/minipaged/block_manager.html.md"""
 
 # %% ../../nbs/05_block_manager.ipynb #be048cf9
 from __future__ import annotations
-from collections import Counter, OrderedDict
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-from ..utils import cdiv, check_count, check_positive, is_int, patch_to
+from collections import Counter
+from ..utils import cdiv, check_count, check_positive, patch_to
+from .allocator import Allocator as Allocator, AllocatorBase, NoFreeBlocksError
+from .pool import BlockPool, CopiesInFlight
+from .prefix_cache import CacheKeyContext, PrefixCache, salt_identity
 
 # %% auto #0
-__all__ = ['NoFreeBlocksError', 'CacheKeyContext', 'salt_identity', 'Allocator', 'BlockManager']
-
-# %% ../../nbs/05_block_manager.ipynb #b274f4d1
-class NoFreeBlocksError(RuntimeError):
-    "The pool cannot serve an operation now; nothing was changed (the scheduler preempts or waits)"
-
-    def __init__(
-        self, message: str = 'no free blocks', needed: int | None = None, available: int | None = None
-    ):
-        super().__init__(message)
-        self.needed, self.available = needed, available
-
-# %% ../../nbs/05_block_manager.ipynb #aa7e3ba4
-@dataclass(frozen=True)
-class CacheKeyContext:
-    "The extra key of every cached block: what besides the token ids decides its K/V content"
-    model_id: str = ''
-    model_version: str = ''
-    kv_dtype: str = ''
-    kv_layout: str = ''
-
-# %% ../../nbs/05_block_manager.ipynb #9af081a1
-def salt_identity(salt):
-    """The salt as the prefix cache compares it: `None`, or (type name, value), so that `1`, `1.0` and `True`
-    are three tenants"""
-    if salt is None: return None
-    try: hash(salt)
-    except TypeError: raise TypeError(f"salt must be hashable, got {salt!r}") from None
-    return (f"{type(salt).__module__}.{type(salt).__qualname__}", salt)
+__all__ = ['BlockManager', 'check_window', 'check_pool', 'check_keys', 'check_seq']
 
 # %% ../../nbs/05_block_manager.ipynb #5a6f49a2
 _NEVER = 1 << 62    # register_at when the prefix cache is off: no count reaches it
@@ -54,54 +27,12 @@ class _Seq:
         self.salt, self.root, self.hashes, self.uids = salt, root, hashes, uids
         self.room, self.register_at = room, register_at
 
-# %% ../../nbs/05_block_manager.ipynb #ea61e44b
-@runtime_checkable
-class Allocator(Protocol):
-    """What the scheduler and the engine ask of a KV-block allocator; a member not implemented raises (but
-    `has_seq`, `blocks_needed`, `num_tokens`, `num_computed`, `pop_fresh_blocks`: written once below)"""
-    __slots__ = ()
-    block_size: int; num_blocks: int; enable_prefix_caching: bool
-    defers_fork_copies: bool        # a fork's copies come with the child's first `append`, not at `fork`
-    @property
-    def num_free_blocks(self) -> int: raise NotImplementedError
-    @property
-    def num_used_blocks(self) -> int: raise NotImplementedError
-    @property
-    def num_cached_blocks(self) -> int: raise NotImplementedError
-    @property
-    def num_available_blocks(self) -> int: raise NotImplementedError
-    @property
-    def num_copies_in_flight(self) -> int: raise NotImplementedError
-    @property
-    def copies_in_flight(self) -> list[tuple[int, int]]: raise NotImplementedError
-    def has_seq(self, seq_id) -> bool: raise NotImplementedError
-    def blocks_needed(self, num_tokens: int) -> int: raise NotImplementedError
-    def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]: raise NotImplementedError
-    def can_allocate(self, token_ids, salt=None) -> bool: raise NotImplementedError
-    def allocate(self, seq_id, token_ids, salt=None) -> int: raise NotImplementedError
-    def can_append(self, seq_id, num_tokens: int = 1) -> bool: raise NotImplementedError
-    def append(self, seq_id, token_ids) -> list[tuple[int, int]]: raise NotImplementedError
-    def fork(self, parent_id, child_id) -> None: raise NotImplementedError
-    def mark_computed(self, seq_id, num_computed_tokens: int) -> None: raise NotImplementedError
-    def copies_done(self) -> None: raise NotImplementedError
-    def free(self, seq_id) -> None: raise NotImplementedError
-    def rollback_to(self, seq_id, num_tokens: int) -> None: raise NotImplementedError
-    def slots(self, seq_id, start: int, end: int) -> list[int]: raise NotImplementedError
-    def block_table(self, seq_id) -> list[int]: raise NotImplementedError
-    def num_tokens(self, seq_id) -> int: raise NotImplementedError
-    def num_computed(self, seq_id) -> int: raise NotImplementedError
-    def pop_fresh_blocks(self) -> list[int]: raise NotImplementedError
-    def metrics(self) -> dict: raise NotImplementedError
-    def check(self) -> None: raise NotImplementedError
-    def snapshot(self) -> tuple: raise NotImplementedError
-
 # %% ../../nbs/05_block_manager.ipynb #965da8b0
-class BlockManager(Allocator):
-    """A pool of `num_blocks` KV blocks of `block_size` slots: tables, reference counts, fork, copy-on-write,
-    a prefix cache"""
-    __slots__ = ('num_blocks', 'block_size', 'enable_prefix_caching', 'context', '_ref', '_free',
-                 '_evictable', '_index', '_key', '_content', '_uid', '_next_uid', '_seqs', '_used',
-                 '_high_water', '_stats', '_key_hash', '_fresh', '_gen', '_pins', '_in_flight')
+class BlockManager(AllocatorBase):
+    """A pool of `num_blocks` KV blocks of `block_size` slots for the tables of many sequences: a `BlockPool`,
+    `CopiesInFlight` and a `PrefixCache`, composed"""
+    __slots__ = ('num_blocks', 'block_size', 'enable_prefix_caching', 'context', 'pool', 'cache',
+                 '_in_flight', '_seqs', '_stats')
     defers_fork_copies = False                     # fork shares blocks; copy-on-write comes later
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True,
@@ -111,111 +42,89 @@ class BlockManager(Allocator):
         if not isinstance(context, CacheKeyContext):
             raise TypeError(f"context must be a CacheKeyContext, got {context!r}")
         self.enable_prefix_caching, self.context = bool(enable_prefix_caching), context
-        self._ref = [0] * num_blocks                   # tables holding each block
-        self._free = list(range(num_blocks - 1, -1, -1))  # a stack: block 0 is handed out first
-        self._evictable = OrderedDict()                # cached & unreferenced, evicted first at the front
-        self._index = {}                               # prefix cache: key hash -> block
-        self._key = [None] * num_blocks                # the key hash a block is registered under, or None
-        self._content = [None] * num_blocks            # (parent uid, salt, token ids) of a registered block
-        self._uid = [0] * num_blocks                   # a registration's serial number, never reused
-        self._next_uid = 1                             # uid 0 is "no parent": the first block of a sequence
+        self.pool, self._in_flight = BlockPool(num_blocks, record_fresh), CopiesInFlight(num_blocks)
+        self.cache = PrefixCache(num_blocks, block_size, context, key_hash)   # a test passes a colliding hash
         self._seqs = {}                                # seq_id -> _Seq
-        self._used = self._high_water = 0
-        self._stats = dict(prefix_hit_blocks=0, prefix_hit_tokens=0, prefix_query_tokens=0,
-                           cow_copies=0, evictions=0)
-        # the prefix cache's hash (a test passes a colliding one)
-        self._key_hash = key_hash
-        self._fresh = [] if record_fresh else None     # handed out without cached content, until popped
-        self._gen = [0] * num_blocks                   # a block's version: owners it has been handed to
-        self._pins = [0] * num_blocks                  # copies in flight that read or write each block
-        self._in_flight = []                           # (src, dst, their versions) until copies_done()
+        self._stats = dict(prefix_hit_blocks=0, prefix_hit_tokens=0, prefix_query_tokens=0, cow_copies=0)
 
-# %% ../../nbs/05_block_manager.ipynb #cac01048
-@patch_to(BlockManager, as_prop=True)
-def num_free_blocks(self) -> int: return len(self._free)
-@patch_to(BlockManager, as_prop=True)
-def num_cached_blocks(self) -> int: return len(self._evictable)
-@patch_to(BlockManager, as_prop=True)
-def num_used_blocks(self) -> int: return self._used
-@patch_to(BlockManager, as_prop=True)
-def num_available_blocks(self) -> int: return len(self._free) + len(self._evictable)
+    @property
+    def num_free_blocks(self) -> int: return len(self.pool.free)
+    @property
+    def num_cached_blocks(self) -> int: return len(self.cache.evictable)
+    @property
+    def num_used_blocks(self) -> int: return self.pool.used
+    @property
+    def cached_blocks(self) -> list[int]: return list(self.cache.evictable)   # in eviction order
 
-# %% ../../nbs/05_block_manager.ipynb #4b214639
-@patch_to(BlockManager)
-def __repr__(self):
-    return (f"BlockManager({self.num_blocks} blocks of {self.block_size}: {self._used} used, "
-            f"{len(self._evictable)} cached, {len(self._free)} free, {len(self._seqs)} sequences)")
+    def __repr__(self):
+        return (f"BlockManager({self.num_blocks} blocks of {self.block_size}: {self.pool.used} used, "
+                f"{len(self.cache.evictable)} cached, {len(self.pool.free)} free, "
+                f"{len(self._seqs)} sequences)")
 
-# %% ../../nbs/05_block_manager.ipynb #068f5911
-@patch_to(Allocator)
-def has_seq(self, seq_id) -> bool:
-    "Is `seq_id` a live sequence?"
-    return seq_id in self._seqs
+    def _take(self, k: int) -> list[int]:
+        "`k` blocks for new owners: free ones first, then the least recently used cached ones (evicted)"
+        pool, cache = self.pool, self.cache
+        if k > len(pool.free) + len(cache.evictable):
+            raise NoFreeBlocksError(f'{k} blocks wanted', needed=k, available=self.num_available_blocks)
+        got = pool.pop_free(k)
+        while len(got) < k: got.append(cache.evict())
+        pool.hand_out(got)
+        return got
 
-@patch_to(Allocator)
-def _get(self, seq_id, name: str = 'seq_id'):
-    "The live sequence `seq_id`, or a `ValueError` naming the argument"
-    seq = self._seqs.get(seq_id)
-    if seq is None: raise ValueError(f"{name} {seq_id!r} is not a live sequence (never allocated, or already "
-                                     "freed)")
-    return seq
+    def _reclaim(self, b: int) -> None:
+        "Block `b`, which nothing references or holds, back to the pool: cached if registered, else free"
+        if self.cache.key[b] is None: self.pool.free.append(b)
+        else: self.cache.evictable[b] = None
+        self.pool.used -= 1
 
-# %% ../../nbs/05_block_manager.ipynb #59105001
-@patch_to(Allocator)
-def blocks_needed(self, num_tokens: int) -> int:
-    "Blocks that `num_tokens` tokens occupy: `ceil(num_tokens / B)`"
-    return cdiv(check_count('num_tokens', num_tokens), self.block_size)
+    def block_table(self, seq_id) -> list[int]:
+        "The physical blocks of sequence `seq_id`, in logical order (a copy)"
+        return list(self._get(seq_id).blocks)
 
-# %% ../../nbs/05_block_manager.ipynb #edef280c
-@patch_to(BlockManager)
-def _take(self) -> int:
-    "Give out one block with reference count 1: a free one, else the least recently used cached one (evicted)"
-    if self._free: b = self._free.pop()
-    elif self._evictable: b = self._evict()
-    else: raise NoFreeBlocksError('no free or cached block left', needed=1, available=0)
-    self._ref[b] = 1
-    self._gen[b] += 1
-    if self._fresh is not None: self._fresh.append(b)
-    self._used += 1
-    if self._used > self._high_water: self._high_water = self._used
-    return b
+    def slots(self, seq_id, start: int, end: int) -> list[int]:
+        "Physical slots (`block_id * B + offset`) of positions `[start, end)` of sequence `seq_id`"
+        seq, B = self._get(seq_id), self.block_size
+        self._check_span(seq, start, end)
+        return [seq.blocks[p // B] * B + p % B for p in range(start, end)]
 
-# %% ../../nbs/05_block_manager.ipynb #9fb6eed2
-@patch_to(BlockManager)
-def _take_many(self, k: int) -> list[int]:
-    "`k` blocks as `_take` gives them, sliced off the free list in one go when it has enough"
-    free = self._free
-    if k > len(free) + len(self._evictable):
-        raise NoFreeBlocksError(f'{k} blocks wanted', needed=k, available=self.num_available_blocks)
-    got = free[max(len(free) - k, 0):]
-    del free[max(len(free) - k, 0):]
-    got.reverse()                                      # the order `pop` would give
-    while len(got) < k: got.append(self._evict())
-    ref, gen = self._ref, self._gen
-    for b in got: ref[b] = 1; gen[b] += 1
-    if self._fresh is not None: self._fresh += got
-    self._used += k
-    if self._used > self._high_water: self._high_water = self._used
-    return got
+    def pop_fresh_blocks(self) -> list[int]:
+        "The blocks handed out since the last call without cached content, in order; the list starts over"
+        return self.pool.pop_fresh()
+
+    def snapshot(self) -> tuple:
+        "Everything observable about the pool, as one value: two snapshots are equal when nothing changed"
+        seqs = {s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at)
+                for s, q in self._seqs.items()}
+        return (seqs, self.pool.snapshot(), self.cache.snapshot(), self._in_flight.snapshot(),
+                tuple(self._stats.items()))
+
+    def metrics(self) -> dict:
+        "Pool occupancy now, the high-water mark of used blocks, prefix-cache hits, copies and evictions"
+        return dict(used=self.pool.used, cached=len(self.cache.evictable), free=len(self.pool.free),
+                    high_water=self.pool.high_water, **self._stats, evictions=self.cache.evictions)
+
+    def check(self) -> None:
+        "Verify every invariant of the pool from scratch (the checks at the end of the chapter)"
+        check_window(self); check_pool(self); check_keys(self)
+        for sid, s in self._seqs.items(): check_seq(self, sid, s)
 
 # %% ../../nbs/05_block_manager.ipynb #720035f7
-@patch_to(BlockManager)
-def _plan(self, tokens: tuple, salt):
-    """What allocating `tokens` would take: (root key, cached blocks, their keys, their uids, new blocks
-    needed, blocks available)"""
+def _plan(bm: BlockManager, tokens: tuple, salt):
+    """What allocating `tokens` in `bm` would take: (root key, cached blocks, their keys, their uids, new
+    blocks needed, blocks available)"""
     if not tokens: raise ValueError("token_ids must hold at least one token")
-    total = cdiv(len(tokens), self.block_size)
-    if total > self.num_blocks:
-        raise ValueError(
-            f"token_ids: a prompt of {len(tokens)} tokens needs {total} blocks of {self.block_size} slots, "
-            f"more than the whole pool of {self.num_blocks}"
-        )
-    if not self.enable_prefix_caching: return 0, [], [], [], total, len(self._free) + len(self._evictable)
-    root = self._root_key(salt)
-    hits, hashes, uids = self._cached_prefix(tokens, root, salt)
-    # cached blocks a hit takes out of the evictable pool
-    revived = sum(1 for b in hits if b in self._evictable)
-    return root, hits, hashes, uids, total - len(hits), len(self._free) + len(self._evictable) - revived
+    total = cdiv(len(tokens), bm.block_size)
+    if total > bm.num_blocks:
+        raise ValueError(f"token_ids: a prompt of {len(tokens)} tokens needs {total} blocks of "
+                         f"{bm.block_size} slots, more than the whole pool of {bm.num_blocks}")
+    cache = bm.cache
+    available = len(bm.pool.free) + len(cache.evictable)
+    if not bm.enable_prefix_caching: return 0, [], [], [], total, available
+    root = cache.root_key(salt)
+    hits, hashes, uids = cache.lookup(tokens, root, salt)
+    # cached blocks a hit takes out of the evictable queue
+    revived = sum(1 for b in hits if b in cache.evictable)
+    return root, hits, hashes, uids, total - len(hits), available - revived
 
 # %% ../../nbs/05_block_manager.ipynb #ecb71a87
 @patch_to(BlockManager)
@@ -224,15 +133,8 @@ def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
     would the prefix cache supply? Changes nothing"""
     tokens, salt = tuple(token_ids), salt_identity(salt)
     if self.blocks_needed(len(tokens)) > self.num_blocks: return False, 0
-    _, hits, _, _, new, available = self._plan(tokens, salt)
+    _, hits, _, _, new, available = _plan(self, tokens, salt)
     return new <= available, len(hits) * self.block_size
-
-# %% ../../nbs/05_block_manager.ipynb #66ba79c6
-@patch_to(BlockManager)
-def can_allocate(self, token_ids, salt=None) -> bool:
-    """Would `allocate(…, token_ids, salt)` succeed now (counting prefix-cache hits and evictable cached
-    blocks)?"""
-    return self.plan_allocation(token_ids, salt)[0]
 
 # %% ../../nbs/05_block_manager.ipynb #468cc3de
 @patch_to(BlockManager)
@@ -241,13 +143,14 @@ def allocate(self, seq_id, token_ids, salt=None) -> int:
     tokens already computed"""
     if seq_id in self._seqs: raise ValueError(f"seq_id {seq_id!r} is already allocated")
     tokens, salt = tuple(token_ids), salt_identity(salt)
-    root, hits, hashes, uids, new, available = self._plan(tokens, salt)
+    root, hits, hashes, uids, new, available = _plan(self, tokens, salt)
     if new > available:
         raise NoFreeBlocksError(f"allocate needs {new} blocks, {available} available", needed=new,
                                 available=available)
-    if hits: self._revive(hits)                        # nothing can fail from here on
+    if hits:                                           # nothing can fail from here on
+        self.pool.use(self.cache.revive(hits)); self.pool.share(hits)
     # new >= 1: the last prompt token's block is never a hit
-    blocks = hits + self._take_many(new)
+    blocks = hits + self._take(new)
     B = self.block_size
     cached = len(hits) * B
     self._seqs[seq_id] = _Seq(blocks, list(tokens), cached, salt, root, hashes, uids,
@@ -259,55 +162,21 @@ def allocate(self, seq_id, token_ids, salt=None) -> int:
     st['prefix_query_tokens'] += len(tokens)
     return cached
 
-# %% ../../nbs/05_block_manager.ipynb #3901d653
-@patch_to(BlockManager)
-def block_table(self, seq_id) -> list[int]:
-    "The physical blocks of sequence `seq_id`, in logical order (a copy)"
-    return list(self._get(seq_id).blocks)
-
-# %% ../../nbs/05_block_manager.ipynb #ec9daa09
-@patch_to(Allocator)
-def num_tokens(self, seq_id) -> int:
-    "Tokens sequence `seq_id` holds (prompt and generated)"
-    return len(self._get(seq_id).tokens)
-
-@patch_to(Allocator)
-def num_computed(self, seq_id) -> int:
-    "Leading tokens of `seq_id` whose K/V the engine has written"
-    return self._get(seq_id).num_computed
-
-# %% ../../nbs/05_block_manager.ipynb #9f049239
-def _check_span(seq, start: int, end: int) -> None:
-    "Positions `[start, end)` must lie within the sequence's tokens"
-    if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(seq.tokens)):
-        raise ValueError(f"start, end must satisfy 0 <= start <= end <= num_tokens = {len(seq.tokens)}, got "
-                         f"{start!r}, {end!r}")
-
-# %% ../../nbs/05_block_manager.ipynb #c30c9ff8
-@patch_to(BlockManager)
-def slots(self, seq_id, start: int, end: int) -> list[int]:
-    "Physical slots (`block_id * B + offset`) of positions `[start, end)` of sequence `seq_id`"
-    seq = self._get(seq_id)
-    _check_span(seq, start, end)
-    B, blocks = self.block_size, seq.blocks
-    return [blocks[p // B] * B + p % B for p in range(start, end)]
-
 # %% ../../nbs/05_block_manager.ipynb #34435f63
-@patch_to(BlockManager)
-def _append_slow(self, seq_id, seq: _Seq | None, token_ids) -> list[tuple[int, int]]:
+def _append_slow(bm: BlockManager, seq_id, seq: _Seq | None, token_ids) -> list[tuple[int, int]]:
     "`append`'s general case: any number of tokens, new blocks, copy-on-write of a shared last block; atomic"
-    if seq is None: self._get(seq_id)                  # raises: not a live sequence
+    if seq is None: bm._get(seq_id)                    # raises: not a live sequence
     token_ids = list(token_ids)
     if not token_ids: return []
-    B, n, blocks = self.block_size, len(seq.tokens), seq.blocks
-    shared_tail = n % B != 0 and self._ref[blocks[-1]] > 1
+    B, n, blocks = bm.block_size, len(seq.tokens), seq.blocks
+    shared_tail = n % B != 0 and bm.pool.ref[blocks[-1]] > 1
     grow = cdiv(n + len(token_ids), B) - len(blocks)
-    available = len(self._free) + len(self._evictable)
+    available = len(bm.pool.free) + len(bm.cache.evictable)
     if grow + shared_tail > available:
         raise NoFreeBlocksError(f"append needs {grow + shared_tail} blocks, {available} available",
                                 needed=grow + shared_tail, available=available)
-    copies = [self._copy_on_write(seq)] if shared_tail else []
-    blocks += self._take_many(grow)
+    copies = [_copy_on_write(bm, seq)] if shared_tail else []
+    blocks += bm._take(grow)
     seq.tokens += token_ids
     seq.room = len(blocks) * B - len(seq.tokens)
     return copies
@@ -317,115 +186,77 @@ def _append_slow(self, seq_id, seq: _Seq | None, token_ids) -> list[tuple[int, i
 def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
     """Add `token_ids` to `seq_id`, reserving their slots; return the (src, dst) block copies to run on the
     cache first"""
-    try: seq = self._seqs[seq_id]
-    except KeyError: seq = None
+    seq = self._seqs.get(seq_id)
     if seq is not None and len(token_ids) == 1:
         # room left in a private last block: no checks left
         if seq.room: seq.room -= 1
         # the last block is full: one fresh block
-        elif len(seq.tokens) % self.block_size == 0 and (self._free or self._evictable):
-            seq.blocks.append(self._take()); seq.room = self.block_size - 1
+        elif len(seq.tokens) % self.block_size == 0 and (self.pool.free or self.cache.evictable):
+            seq.blocks += self._take(1); seq.room = self.block_size - 1
         # a partly filled shared last block: copy-on-write
-        else: return self._append_slow(seq_id, seq, token_ids)
+        else: return _append_slow(self, seq_id, seq, token_ids)
         seq.tokens.append(token_ids[0])
         return []
-    return self._append_slow(seq_id, seq, token_ids)
+    return _append_slow(self, seq_id, seq, token_ids)
 
 # %% ../../nbs/05_block_manager.ipynb #c061a298
 @patch_to(BlockManager)
 def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
-    """The engine wrote K/V for the first `num_computed_tokens` positions of `seq_id`: record it, cache its
-    full blocks"""
-    n = num_computed_tokens
-    try: seq = self._seqs[seq_id]
-    except KeyError: seq = None
-    # the common case: it advances
-    if seq is not None and n.__class__ is int and seq.num_computed < n <= len(seq.tokens):
+    "The engine wrote K/V for the first `num_computed_tokens` positions of `seq_id`: record; cache blocks"
+    n, seq = num_computed_tokens, self._seqs.get(seq_id)
+    if seq is not None and n.__class__ is int and seq.num_computed < n <= len(seq.tokens):   # it advances
         seq.num_computed = n
-        if n >= seq.register_at: self._register(seq, n // self.block_size)   # a block just filled up
+        if n >= seq.register_at: self.cache.register(seq, n // self.block_size)   # a block just filled up
         return
     if seq is None: self._get(seq_id)
     if n.__class__ is not int or n < 0 or n > len(seq.tokens):
         raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {len(seq.tokens)}], "
                          f"got {n!r}")
 
-# %% ../../nbs/05_block_manager.ipynb #ae97491f
-def _fork_parent(manager, parent_id, child_id):
-    """The record of a fork's parent, after the checks every allocator makes: a live, fully computed parent
-    and an unused child id"""
-    parent = manager._get(parent_id, 'parent_id')
-    if child_id in manager._seqs: raise ValueError(f"child_id {child_id!r} is already allocated")
-    if parent.num_computed != len(parent.tokens):
-        raise ValueError(
-            f"parent_id {parent_id!r} has {len(parent.tokens) - parent.num_computed} uncomputed tokens; "
-            "fork after mark_computed, so that no two sequences compute into one shared block"
-        )
-    return parent
-
 # %% ../../nbs/05_block_manager.ipynb #92d6b442
 @patch_to(BlockManager)
 def fork(self, parent_id, child_id) -> None:
     """Start `child_id` sharing every block of `parent_id` (reference counts += 1): same tokens, same computed
     count"""
-    parent = _fork_parent(self, parent_id, child_id)
-    ref = self._ref
-    for b in parent.blocks: ref[b] += 1
+    parent = self._fork_parent(parent_id, child_id)
+    self.pool.share(parent.blocks)
     # the last block is shared now: the next write goes the slow way
     parent.room = 0
     self._seqs[child_id] = _Seq(list(parent.blocks), list(parent.tokens), parent.num_computed, parent.salt,
                                 parent.root, list(parent.hashes), list(parent.uids), room=0,
                                 register_at=parent.register_at)
 
-# %% ../../nbs/05_block_manager.ipynb #ff5d064f
-@patch_to(BlockManager)
-def _reclaim(self, b: int) -> None:
-    "Return block `b`, which nothing references or holds, to the pool: cached if it is registered, else free"
-    if self._key[b] is None: self._free.append(b)
-    else: self._evictable[b] = None
-    self._used -= 1
-
 # %% ../../nbs/05_block_manager.ipynb #f64df84e
-@patch_to(BlockManager)
-def free(self, seq_id) -> None:
-    "End sequence `seq_id` (finished or cancelled): release each of its block references exactly once"
-    seq = self._seqs.pop(seq_id, None)
-    if seq is None: self._get(seq_id)
-    ref, pins, key = self._ref, self._pins, self._key
-    free, evictable, released = self._free, self._evictable, 0
+def _release(bm: BlockManager, blocks: list[int]) -> None:
+    "Drop one reference to each of `blocks`, tail first; reclaim each that nothing references or holds now"
+    ref, pins, key = bm.pool.ref, bm._in_flight.pins, bm.cache.key
+    free, evictable, released = bm.pool.free, bm.cache.evictable, 0
     # `_reclaim`, inlined: this runs for every block of every request
-    for b in reversed(seq.blocks):
+    for b in reversed(blocks):
         r = ref[b] = ref[b] - 1
         if r == 0 and not pins[b]:                # a block a copy in flight holds waits for copies_done()
             released += 1
             if key[b] is None: free.append(b)
             else: evictable[b] = None
-    self._used -= released
+    bm.pool.used -= released
 
-# %% ../../nbs/05_block_manager.ipynb #d02805e5
-@patch_to(BlockManager, as_prop=True)
-def num_copies_in_flight(self) -> int: return len(self._in_flight)
-@patch_to(BlockManager, as_prop=True)
-def copies_in_flight(self) -> list[tuple[int, int]]: return [(s, d) for s, d, _, _ in self._in_flight]
-
-# %% ../../nbs/05_block_manager.ipynb #d7fbdc9a
+# %% ../../nbs/05_block_manager.ipynb #e6594549
 @patch_to(BlockManager)
-def _hold_for_copy(self, src: int, dst: int) -> None:
-    """Keep `src` and `dst` from being reclaimed until `copies_done()`: the copy that reads one and writes the
-    other has not run"""
-    self._pins[src] += 1; self._pins[dst] += 1
-    self._in_flight.append((src, dst, self._gen[src], self._gen[dst]))
+def free(self, seq_id) -> None:
+    "End sequence `seq_id` (finished or cancelled): release each of its block references exactly once"
+    seq = self._seqs.pop(seq_id, None)
+    if seq is None: self._get(seq_id)
+    _release(self, seq.blocks)
 
 # %% ../../nbs/05_block_manager.ipynb #94afc0ed
-@patch_to(BlockManager)
-def _copy_on_write(self, seq: _Seq) -> tuple[int, int]:
+def _copy_on_write(bm: BlockManager, seq: _Seq) -> tuple[int, int]:
     """Give `seq` a private copy of its shared last block; return (src, dst) for the engine to copy before it
     writes"""
-    src = seq.blocks[-1]
-    dst = self._take()
-    self._ref[src] -= 1                               # >= 1 still: another table holds it
+    src, [dst] = seq.blocks[-1], bm._take(1)
+    bm.pool.ref[src] -= 1                             # >= 1 still: another table holds it
     seq.blocks[-1] = dst
-    self._hold_for_copy(src, dst)
-    self._stats['cow_copies'] += 1
+    bm._in_flight.hold(src, dst, bm.pool.gen)
+    bm._stats['cow_copies'] += 1
     return src, dst
 
 # %% ../../nbs/05_block_manager.ipynb #fc1c1797
@@ -433,101 +264,9 @@ def _copy_on_write(self, seq: _Seq) -> tuple[int, int]:
 def copies_done(self) -> None:
     """The engine has run every copy handed out so far: end their windows, reclaiming any block nothing else
     holds"""
-    pins, ref = self._pins, self._ref
-    for src, dst, _, _ in self._in_flight:
-        for b in (src, dst):
-            pins[b] -= 1
-            if pins[b] == 0 and ref[b] == 0: self._reclaim(b)
-    self._in_flight.clear()
-
-# %% ../../nbs/05_block_manager.ipynb #a6b2b835
-@patch_to(BlockManager)
-def _root_key(self, salt) -> int:
-    """The key a sequence's first block chains from: the extra key (model, version, KV dtype, layout) and the
-    salt"""
-    return self._key_hash((self.context, salt))
-
-# %% ../../nbs/05_block_manager.ipynb #6d58a277
-@patch_to(BlockManager)
-def _cached_prefix(self, tokens: tuple, root: int, salt):
-    """The longest chain of cached full blocks matching `tokens` (never its last token): (blocks, key hashes,
-    uids)"""
-    B, index, content, uid, h = self.block_size, self._index, self._content, self._uid, self._key_hash
-    key, parent = root, 0
-    hits, hashes, uids = [], [], []
-    for i in range((len(tokens) - 1) // B):
-        chunk = tokens[i * B:(i + 1) * B]
-        key = h((key, chunk))
-        b = index.get(key)
-        if b is None or content[b] != (parent, salt, chunk): break
-        parent = uid[b]
-        hits.append(b); hashes.append(key); uids.append(parent)
-    return hits, hashes, uids
-
-# %% ../../nbs/05_block_manager.ipynb #2515922f
-@patch_to(BlockManager)
-def _register(self, seq: _Seq, num_full: int) -> None:
-    "Register `seq`'s first `num_full` blocks (computed, full) in the prefix cache, continuing its key chain"
-    B, index, keys, content, uid = self.block_size, self._index, self._key, self._content, self._uid
-    h, next_uid = self._key_hash, self._next_uid
-    hashes, uids, tokens, salt, blocks = seq.hashes, seq.uids, seq.tokens, seq.salt, seq.blocks
-    key, parent = (hashes[-1], uids[-1]) if hashes else (seq.root, 0)
-    for i in range(len(hashes), num_full):
-        b = blocks[i]
-        if keys[b] is not None: key, parent = keys[b], uid[b]
-        else:
-            chunk = tuple(tokens[i * B:(i + 1) * B])
-            key = h((key, chunk))
-            found, mine = index.get(key), (parent, salt, chunk)
-            if found is None:                                           # a new entry
-                index[key], keys[b], content[b] = b, key, mine
-                parent = uid[b] = next_uid; next_uid += 1
-            # same content cached in `found`: b stays a duplicate
-            elif content[found] == mine: parent = uid[found]
-            # a hash collision: b stays unkeyed, its chain unfindable
-            else: parent = next_uid; next_uid += 1
-        hashes.append(key); uids.append(parent)
-    self._next_uid, seq.register_at = next_uid, (num_full + 1) * B
-
-# %% ../../nbs/05_block_manager.ipynb #695da385
-@patch_to(BlockManager)
-def _revive(self, hits: list[int]) -> None:
-    "Reference a new sequence's prefix-cache hits, taking the unreferenced ones out of the evictable queue"
-    ref, evictable = self._ref, self._evictable
-    for b in hits:
-        # unreferenced: back to used (one in flight already counts as used)
-        if b in evictable:
-            del evictable[b]
-            self._used += 1
-        ref[b] += 1
-    if self._used > self._high_water: self._high_water = self._used
-
-# %% ../../nbs/05_block_manager.ipynb #59dae253
-@patch_to(BlockManager, as_prop=True)
-def cached_blocks(self) -> list[int]:
-    "The cached, unreferenced blocks in eviction order (the first is evicted first)"
-    return list(self._evictable)
-
-# %% ../../nbs/05_block_manager.ipynb #38c59a5f
-@patch_to(BlockManager)
-def _evict(self) -> int:
-    """Take the least recently used cached block out of the cache, index entry and all, for reuse: no key may
-    point at it after"""
-    b = self._evictable.popitem(last=False)[0]
-    del self._index[self._key[b]]
-    self._key[b] = self._content[b] = None
-    self._stats['evictions'] += 1
-    return b
-
-# %% ../../nbs/05_block_manager.ipynb #f52d73ad
-@patch_to(Allocator)
-def pop_fresh_blocks(self) -> list[int]:
-    """The blocks handed out since the last call without cached content (free, evicted, copy-on-write
-    targets), in order; the list starts over"""
-    if self._fresh is None: raise ValueError("record_fresh is False: make the manager with record_fresh=True "
-                                             "to track fresh blocks")
-    fresh, self._fresh = self._fresh, []
-    return fresh
+    ref = self.pool.ref
+    for b in self._in_flight.done():
+        if ref[b] == 0: self._reclaim(b)
 
 # %% ../../nbs/05_block_manager.ipynb #b5563e68
 @patch_to(BlockManager)
@@ -537,102 +276,72 @@ def can_append(self, seq_id, num_tokens: int = 1) -> bool:
     seq = self._get(seq_id)
     n, B = len(seq.tokens), self.block_size
     new = cdiv(n + check_count('num_tokens', num_tokens), B) - len(seq.blocks)
-    new += num_tokens > 0 and n % B != 0 and self._ref[seq.blocks[-1]] > 1
-    return new <= len(self._free) + len(self._evictable)
-
-# %% ../../nbs/05_block_manager.ipynb #b02fd5fd
-@patch_to(BlockManager)
-def snapshot(self) -> tuple:
-    "Everything observable about the pool, as one value: two snapshots are equal when nothing changed"
-    seqs = {s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at)
-            for s, q in self._seqs.items()}
-    return (tuple(self._ref), tuple(self._free), tuple(self._evictable), tuple(sorted(self._index.items())),
-            tuple(self._key), seqs, self._used, self._high_water, tuple(self._stats.items()),
-            tuple(self._gen), tuple(self._pins), tuple(self._in_flight), tuple(self._fresh or ()))
+    new += num_tokens > 0 and n % B != 0 and self.pool.ref[seq.blocks[-1]] > 1
+    return new <= len(self.pool.free) + len(self.cache.evictable)
 
 # %% ../../nbs/05_block_manager.ipynb #667e9e10
-@patch_to(BlockManager)
-def _check_window(self) -> None:
+def check_window(bm: BlockManager) -> None:
     "No block an in-flight copy reads or writes is free, cached, or handed to a new owner"
-    free, cached = set(self._free), set(self._evictable)
-    for src, dst, v_src, v_dst in self._in_flight:
+    free, cached, gen = set(bm.pool.free), set(bm.cache.evictable), bm.pool.gen
+    for src, dst, v_src, v_dst in bm._in_flight:
         for b, v, role in ((src, v_src, 'reads'), (dst, v_dst, 'writes')):
             assert b not in free and b not in cached, \
                 f"block {b} is {'free' if b in free else 'cached'} while an in-flight copy {role} it"
-            assert self._gen[b] == v, (f"block {b} was handed out again (version {v} -> {self._gen[b]}) "
-                                       f"while an in-flight copy {role} it")
+            assert gen[b] == v, (f"block {b} was handed out again (version {v} -> {gen[b]}) "
+                                 f"while an in-flight copy {role} it")
 
 # %% ../../nbs/05_block_manager.ipynb #5b85e799
-@patch_to(BlockManager)
-def _check_pool(self) -> None:
+def check_pool(bm: BlockManager) -> None:
     "Reference counts and pins match the tables and copies; every block is in exactly one state"
-    N, free, cached = self.num_blocks, set(self._free), set(self._evictable)
-    holders = Counter(b for s in self._seqs.values() for b in s.blocks)
-    held = Counter(b for src, dst, _, _ in self._in_flight for b in (src, dst))
+    pool, cache, pins = bm.pool, bm.cache, bm._in_flight.pins
+    N, free, cached = bm.num_blocks, set(pool.free), set(cache.evictable)
+    holders = Counter(b for s in bm._seqs.values() for b in s.blocks)
+    held = Counter(b for src, dst, _, _ in bm._in_flight for b in (src, dst))
     for b in range(N):
-        assert self._ref[b] == holders[b], \
-            f"block {b}: reference count {self._ref[b]} but {holders[b]} tables hold it"
-        assert self._pins[b] == held[b], \
-            f"block {b}: held {self._pins[b]} times, but {held[b]} copies in flight use it"
-    used = {b for b in range(N) if self._ref[b] > 0 or self._pins[b] > 0}
-    assert len(free) == len(self._free), "a block is on the free list twice"
+        assert pool.ref[b] == holders[b], \
+            f"block {b}: reference count {pool.ref[b]} but {holders[b]} tables hold it"
+        assert pins[b] == held[b], f"block {b}: held {pins[b]} times, but {held[b]} copies in flight use it"
+    used = {b for b in range(N) if pool.ref[b] > 0 or pins[b] > 0}
+    assert len(free) == len(pool.free), "a block is on the free list twice"
     assert not (free & cached or free & used or cached & used), "free, cached and used blocks overlap"
     assert len(free) + len(cached) + len(used) == N, \
         f"{N - len(free) - len(cached) - len(used)} blocks are in no state: leaked"
-    assert self._used == len(used) and self._high_water >= self._used, \
+    assert pool.used == len(used) and pool.high_water >= pool.used, \
         "the used-block counter or high-water mark is wrong"
-    for b in free: assert self._key[b] is None, f"free block {b} still has a cache key"
-    for b in cached: assert self._key[b] is not None, f"cached block {b} has no cache key"
+    for b in free: assert cache.key[b] is None, f"free block {b} still has a cache key"
+    for b in cached: assert cache.key[b] is not None, f"cached block {b} has no cache key"
 
 # %% ../../nbs/05_block_manager.ipynb #b6a9473e
-@patch_to(BlockManager)
-def _check_keys(self) -> None:
+def check_keys(bm: BlockManager) -> None:
     "The index and the blocks' keys agree; only full blocks are registered, and only with the cache on"
-    for k, b in self._index.items():
-        assert self._key[b] == k, f"index key {k} points at block {b} registered as {self._key[b]}"
-    keyed = [b for b in range(self.num_blocks) if self._key[b] is not None]
-    assert len(keyed) == len(self._index), "a registered block is missing from the index"
+    key, content = bm.cache.key, bm.cache.content
+    for k, b in bm.cache.index.items():
+        assert key[b] == k, f"index key {k} points at block {b} registered as {key[b]}"
+    keyed = [b for b in range(bm.num_blocks) if key[b] is not None]
+    assert len(keyed) == len(bm.cache.index), "a registered block is missing from the index"
     for b in keyed:
-        assert len(self._content[b][2]) == self.block_size, f"registered block {b} is not full"
-        assert self.enable_prefix_caching, "a block is registered with the prefix cache off"
+        assert len(content[b][2]) == bm.block_size, f"registered block {b} is not full"
+        assert bm.enable_prefix_caching, "a block is registered with the prefix cache off"
 
 # %% ../../nbs/05_block_manager.ipynb #c78cdb30
-@patch_to(BlockManager)
-def _check_seq(self, sid, s: _Seq) -> None:
+def check_seq(bm: BlockManager, sid, s: _Seq) -> None:
     "One sequence: its table fits its tokens, its keys its computed blocks, its `room` a private last block"
-    B = self.block_size
+    B, key, content = bm.block_size, bm.cache.key, bm.cache.content
     assert len(s.blocks) == cdiv(len(s.tokens), B) and len(set(s.blocks)) == len(s.blocks), \
         f"seq {sid!r}: bad block table"
     assert 0 <= s.num_computed <= len(s.tokens), \
         f"seq {sid!r}: computed {s.num_computed} of {len(s.tokens)} tokens"
     assert len(s.hashes) == len(s.uids) <= s.num_computed // B, f"seq {sid!r}: keys for uncomputed blocks"
-    if self.enable_prefix_caching:
+    if bm.enable_prefix_caching:
         assert len(s.hashes) == s.num_computed // B and s.register_at == (len(s.hashes) + 1) * B, \
             f"seq {sid!r}: unregistered blocks"
-    assert s.room == 0 or (s.room == len(s.blocks) * B - len(s.tokens) and self._ref[s.blocks[-1]] == 1), \
+    assert s.room == 0 or (s.room == len(s.blocks) * B - len(s.tokens) and bm.pool.ref[s.blocks[-1]] == 1), \
         f"seq {sid!r}: room {s.room} to write into a full or shared block"
     for i, b in enumerate(s.blocks):
-        if self._key[b] is not None:
-            assert self._content[b][2] == tuple(s.tokens[i * B : (i + 1) * B]), \
+        if key[b] is not None:
+            assert content[b][2] == tuple(s.tokens[i * B : (i + 1) * B]), \
                 f"seq {sid!r}: block {b} holds other tokens"
-            assert i >= len(s.hashes) or s.hashes[i] == self._key[b], \
-                f"seq {sid!r}: block {b} has another key"
-
-# %% ../../nbs/05_block_manager.ipynb #5a90e806
-@patch_to(BlockManager)
-def check(self) -> None:
-    "Verify every invariant of the pool from scratch; raise `AssertionError` naming the first one broken"
-    self._check_window(); self._check_pool(); self._check_keys()
-    for sid, s in self._seqs.items(): self._check_seq(sid, s)
-
-# %% ../../nbs/05_block_manager.ipynb #5529fa66
-def _check_rollback(seq, num_tokens) -> int:
-    "The length a sequence may shrink to: no fewer than its computed tokens (and one), no more than it has"
-    lo = max(seq.num_computed, 1)
-    if not (is_int(num_tokens) and lo <= num_tokens <= len(seq.tokens)):
-        raise ValueError(f"num_tokens must be an integer in [{lo}, {len(seq.tokens)}] (computed tokens are "
-                         f"never rolled back), got {num_tokens!r}")
-    return int(num_tokens)
+            assert i >= len(s.hashes) or s.hashes[i] == key[b], f"seq {sid!r}: block {b} has another key"
 
 # %% ../../nbs/05_block_manager.ipynb #4b1ba437
 @patch_to(BlockManager)
@@ -640,18 +349,8 @@ def rollback_to(self, seq_id, num_tokens: int) -> None:
     """Shrink `seq_id` to its first `num_tokens` tokens, giving back the slots of tokens never computed
     (rejected guesses): blocks wholly past the new end return to the pool"""
     seq = self._get(seq_id)
-    n, B, ref = _check_rollback(seq, num_tokens), self.block_size, self._ref
+    n, B = self._check_rollback(seq, num_tokens), self.block_size
     keep = cdiv(n, B)
-    for b in reversed(seq.blocks[keep:]):
-        ref[b] -= 1
-        if ref[b] == 0 and not self._pins[b]: self._reclaim(b)   # one a copy in flight uses: copies_done()
+    _release(self, seq.blocks[keep:])                 # tail first, as `free`; one a copy holds: copies_done()
     del seq.blocks[keep:], seq.tokens[n:]
-    seq.room = keep * B - n if ref[seq.blocks[-1]] == 1 else 0
-
-# %% ../../nbs/05_block_manager.ipynb #bd1a94d5
-@patch_to(BlockManager)
-def metrics(self) -> dict:
-    """Pool occupancy now, the high-water mark of used blocks, prefix-cache hits, copy-on-write copies and
-    evictions"""
-    return dict(used=self._used, cached=len(self._evictable), free=len(self._free),
-                high_water=self._high_water, **self._stats)
+    seq.room = keep * B - n if self.pool.ref[seq.blocks[-1]] == 1 else 0

@@ -5,29 +5,28 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['POOL_COLORS', 'pool_html', 'plot_pool', 'pool_scenario', 'pool_stepper']
+__all__ = ['POOL_COLORS', 'pool_rows', 'pool_html', 'plot_pool', 'pool_scenario', 'pool_stepper']
 
 # %% ../../nbs/05_block_manager.ipynb #imp10424
 import html
-from ..utils import patch_to
 from .blocks import BlockManager
 
 # %% ../../nbs/05_block_manager.ipynb #a9a940c6
-@patch_to(BlockManager)
-def pool_rows(self) -> list[dict]:
-    """One row per physical block: state (free, cached, used, shared, in flight), reference count, holders
-    `seq[i]`, cache key, tokens"""
-    B, holders, tokens = self.block_size, [[] for _ in range(self.num_blocks)], [None] * self.num_blocks
-    for sid, s in self._seqs.items():
+def pool_rows(bm: BlockManager) -> list[dict]:
+    """One row per physical block of `bm`: state (free, cached, used, shared, in flight), reference count,
+    holders `seq[i]`, cache key, tokens"""
+    B, N, ref, key = bm.block_size, bm.num_blocks, bm.pool.ref, bm.cache.key
+    holders, tokens = [[] for _ in range(N)], [None] * N
+    for sid, s in bm._seqs.items():
         for i, b in enumerate(s.blocks):
             holders[b].append(f"{sid}[{i}]")
             if tokens[b] is None: tokens[b] = s.tokens[i * B:(i + 1) * B]
     rows = []
-    for b in range(self.num_blocks):
-        r, keyed = self._ref[b], self._key[b] is not None
-        state = ('shared' if r > 1 else 'used' if r else 'in flight' if self._pins[b] else
+    for b in range(N):
+        r, keyed = ref[b], key[b] is not None
+        state = ('shared' if r > 1 else 'used' if r else 'in flight' if bm._in_flight.pins[b] else
                  'cached' if keyed else 'free')
-        toks = tokens[b] if tokens[b] is not None else self._content[b][2] if keyed else ()
+        toks = tokens[b] if tokens[b] is not None else bm.cache.content[b][2] if keyed else ()
         rows.append(dict(block=b, state=state, refcount=r, holders=' '.join(holders[b]), keyed=keyed,
                          tokens=' '.join(map(str, toks))))
     return rows
@@ -36,6 +35,7 @@ def pool_rows(self) -> list[dict]:
 POOL_COLORS = {'free': '#eeeeee', 'cached': '#9ecae1', 'used': '#a1d99b', 'shared': '#fdae6b',
                'in flight': '#fc9272'}
 
+# %% ../../nbs/05_block_manager.ipynb #c89333bb
 def pool_html(rows: list[dict], title: str = '') -> str:
     "An HTML grid of `pool_rows()`: one cell per block, coloured by state, with its count, holders and tokens"
     cell = ("<div style='display:inline-block;width:104px;height:70px;margin:2px;padding:3px;"
@@ -54,28 +54,25 @@ def _draw_frame(ax, title: str, rows: list[dict], width: int, rows_per: int) -> 
     from matplotlib.patches import Rectangle
     for r in rows:
         x, y = r['block'] % width, -(r['block'] // width)
-        ax.add_patch(Rectangle((x + 0.03, y + 0.03), 0.94, 0.94, facecolor=POOL_COLORS[r['state']],
-                               edgecolor='#555'))
+        fill = POOL_COLORS[r['state']]
+        ax.add_patch(Rectangle((x + .03, y + .03), .94, .94, facecolor=fill, edgecolor='#555'))
         label = f"#{r['block']} ref {r['refcount']}" + (' key' if r['keyed'] else '')
         ax.text(x + .08, y + .8, label, fontsize=7, va='top', weight='bold')
         ax.text(x + .08, y + .55, r['holders'].replace(' ', '\n') or r['state'], fontsize=7, va='top')
         ax.text(x + .08, y + .12, r['tokens'], fontsize=6, color='#444')
     ax.set(xlim=(0, width), ylim=(-rows_per + 1, 1), title=title)
-    ax.axis('off')
-    ax.title.set_fontsize(9)
+    ax.axis('off'); ax.title.set_fontsize(9)
 
 # %% ../../nbs/05_block_manager.ipynb #329ffd0f
 def plot_pool(frames: list[tuple[str, list[dict]]], width: int | None = None):
     "Draw pool snapshots `[(title, pool_rows), ...]` one above the other: a cell per block, coloured by state"
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
-    n = len(frames[0][1]); width = width or n
-    rows_per = -(-n // width)
+    n = len(frames[0][1]); width = width or n; rows_per = -(-n // width)
     fig, axes = plt.subplots(len(frames), 1, figsize=(1.25 * width, 1.35 * rows_per * len(frames) + 0.3),
                              squeeze=False)
     for ax, (title, rows) in zip(axes[:, 0], frames): _draw_frame(ax, title, rows, width, rows_per)
-    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor='#555', label=s)
-               for s, c in POOL_COLORS.items()]
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, ec='#555', label=s) for s, c in POOL_COLORS.items()]
     fig.legend(handles=handles, loc='lower center', ncol=len(POOL_COLORS), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
@@ -87,7 +84,7 @@ def pool_scenario() -> list[dict]:
     bm, frames, prefix = BlockManager(10, 4), [], [1, 2, 3, 4, 5, 6, 7, 8]
     def frame(caption):
         bm.check()
-        frames.append(dict(caption=caption, rows=bm.pool_rows(), metrics=bm.metrics()))
+        frames.append(dict(caption=caption, rows=pool_rows(bm), metrics=bm.metrics()))
     frame('an empty pool: 10 blocks of 4 slots')
     bm.allocate('A', prefix + [9, 10]); bm.mark_computed('A', 10)
     frame('A arrives with 10 tokens and is computed: its 2 full blocks enter the prefix cache')

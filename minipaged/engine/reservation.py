@@ -7,8 +7,8 @@ Docs: https://minipaged.github.io/minipaged/reservation_baseline.html.md"""
 # %% ../../nbs/05b_reservation_baseline.ipynb #5435e18d
 from __future__ import annotations
 from ..utils import cdiv, check_count, check_positive, patch_to
-from .blocks import (_check_rollback, _check_span, _fork_parent, Allocator, CacheKeyContext,
-                                     NoFreeBlocksError)
+from .allocator import AllocatorBase, NoFreeBlocksError
+from .prefix_cache import CacheKeyContext
 
 # %% auto #0
 __all__ = ['ReservationManager', 'run_batch']
@@ -23,7 +23,7 @@ class _Reserved:
         self.num_computed, self.pending = num_computed, list(pending)
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #a2d3e9c5
-class ReservationManager(Allocator):
+class ReservationManager(AllocatorBase):
     "The fixed-reservation baseline: each sequence reserves blocks for `max_model_len` tokens; an `Allocator`"
     defers_fork_copies = True                      # a fork's copies come with the child's first append
     num_cached_blocks = 0                          # no prefix cache
@@ -52,27 +52,26 @@ class ReservationManager(Allocator):
         self._seqs, self._high_water, self._copies = {}, 0, 0
         self._fresh = [] if record_fresh else None    # every block of each region handed out
 
-# %% ../../nbs/05b_reservation_baseline.ipynb #1a2e621e
-@patch_to(ReservationManager, as_prop=True)
-def num_used_blocks(self) -> int: return (self.num_regions - len(self._free_regions)) * self.reservation
-@patch_to(ReservationManager, as_prop=True)
-def num_free_blocks(self) -> int: return len(self._free_regions) * self.reservation
-@patch_to(ReservationManager, as_prop=True)
-def num_available_blocks(self) -> int: return self.num_free_blocks
+    @property
+    def num_used_blocks(self) -> int: return (self.num_regions - len(self._free_regions)) * self.reservation
+    @property
+    def num_free_blocks(self) -> int: return len(self._free_regions) * self.reservation
 
-# %% ../../nbs/05b_reservation_baseline.ipynb #fab98d57
-@patch_to(ReservationManager)
-def __repr__(self):
-    return (
-        f"ReservationManager({self.num_regions} regions of {self.reservation} blocks of {self.block_size}: "
-        f"{len(self._seqs)} sequences)"
-    )
+    def __repr__(self):
+        return (f"ReservationManager({self.num_regions} regions of {self.reservation} blocks of "
+                f"{self.block_size}: {len(self._seqs)} sequences)")
 
-# %% ../../nbs/05b_reservation_baseline.ipynb #899d01df
-@patch_to(ReservationManager)
-def _blocks(self, region: int) -> list[int]:
-    "The blocks of `region`"
-    return list(range(region * self.reservation, (region + 1) * self.reservation))
+    def _blocks(self, region: int) -> list[int]:
+        "The blocks of `region`"
+        return list(range(region * self.reservation, (region + 1) * self.reservation))
+
+    def pop_fresh_blocks(self) -> list[int]:
+        "Every block of each region handed out since the last call, in order; the list starts over"
+        if self._fresh is None:
+            raise ValueError("record_fresh is False: make the manager with record_fresh=True to track fresh "
+                             "blocks")
+        fresh, self._fresh = self._fresh, []
+        return fresh
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #7663ab13
 @patch_to(ReservationManager)
@@ -96,15 +95,9 @@ def _release(self, region: int) -> None:
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #276e78a2
 @patch_to(ReservationManager)
-def can_allocate(self, token_ids, salt=None) -> bool:
-    "Would `allocate` succeed now: the prompt fits `max_model_len` and a region is free"
-    return 0 < len(list(token_ids)) <= self.max_model_len and bool(self._free_regions)
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #da981ec0
-@patch_to(ReservationManager)
 def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
-    "`(fits, 0)`: a reservation caches nothing"
-    return self.can_allocate(token_ids, salt), 0
+    "`(fits, 0)`: the prompt fits `max_model_len` and a region is free; a reservation caches nothing"
+    return 0 < len(list(token_ids)) <= self.max_model_len and bool(self._free_regions), 0
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #bef7d250
 @patch_to(ReservationManager)
@@ -124,7 +117,7 @@ def allocate(self, seq_id, token_ids, salt=None) -> int:
 def slots(self, seq_id, start: int, end: int) -> list[int]:
     "Physical slots of positions `[start, end)`: contiguous inside the region"
     seq = self._get(seq_id)
-    _check_span(seq, start, end)
+    self._check_span(seq, start, end)
     base = seq.region * self.reservation * self.block_size
     return list(range(base + start, base + end))
 
@@ -174,14 +167,14 @@ def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
 def rollback_to(self, seq_id, num_tokens: int) -> None:
     "Shrink `seq_id` to its first `num_tokens` tokens (never a computed one); its region stays reserved"
     seq = self._get(seq_id)
-    del seq.tokens[_check_rollback(seq, num_tokens):]
+    del seq.tokens[self._check_rollback(seq, num_tokens):]
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #59b1d07e
 @patch_to(ReservationManager)
 def fork(self, parent_id, child_id) -> None:
     """Start `child_id` in a region of its own; the copies of the parent's filled blocks come with its next
     `append`"""
-    parent = _fork_parent(self, parent_id, child_id)
+    parent = self._fork_parent(parent_id, child_id)
     # the parent's own content may not be copied in yet
     in_transit = {dst: src for src, dst in parent.pending}
     filled = self._blocks(parent.region)[:self.blocks_needed(len(parent.tokens))]
@@ -190,12 +183,6 @@ def fork(self, parent_id, child_id) -> None:
     self._seqs[child_id] = _Reserved(copies[0][1] // self.reservation, list(parent.tokens),
                                      parent.num_computed, copies)
     self._copies += len(copies)
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #f1c4aa7b
-@patch_to(ReservationManager, as_prop=True)
-def num_copies_in_flight(self) -> int: return len(self._in_flight)
-@patch_to(ReservationManager, as_prop=True)
-def copies_in_flight(self) -> list[tuple[int, int]]: return [(s, d) for s, d, _, _ in self._in_flight]
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #15de70be
 @patch_to(ReservationManager)

@@ -5,134 +5,125 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['RandomOps', 'random_ops']
+__all__ = ['EngineModel', 'RandomOps', 'random_ops']
 
 # %% ../../nbs/05_block_manager.ipynb #1497afc5
 import random
 from collections import Counter
 from ..engine.blocks import BlockManager, NoFreeBlocksError
-from ..utils import patch_to
 
 # %% ../../nbs/05_block_manager.ipynb #ae4fe393
-class RandomOps:
-    "Random allocate / append / fork / free on `bm`, against a model of every sequence and of every KV slot"
-    def __init__(self, bm, seed: int):
-        self.bm, self.rng, self.B = bm, random.Random(seed), bm.block_size
-        self.kv, self.model, self.salts, self.counts, self.next_id = {}, {}, {}, Counter(), 0
+class EngineModel:
+    """What the engine does with `bm`'s answers, simulated on a KV cache `kv` (slot -> (salt, token id)),
+    and a model of every live sequence's tokens and salt to check them against"""
+    def __init__(self, bm):
+        self.bm, self.B, self.kv, self.model, self.salts = bm, bm.block_size, {}, {}, {}
         self.awaiting = set()              # children whose deferred fork copies have not arrived yet
 
-# %% ../../nbs/05_block_manager.ipynb #d4a4310e
-@patch_to(RandomOps)
-def zero_fresh(self):
-    "The engine: zero every block handed out, before any copy or write"
-    for b in self.bm.pop_fresh_blocks():
-        for o in range(self.B): self.kv.pop(b * self.B + o, None)
+    def zero_fresh(self):
+        "The engine: zero every block handed out, before any copy or write"
+        for b in self.bm.pop_fresh_blocks():
+            for o in range(self.B): self.kv.pop(b * self.B + o, None)
 
-# %% ../../nbs/05_block_manager.ipynb #b9d1de95
-@patch_to(RandomOps)
-def write(self, sid, start: int, end: int):
-    "The engine: compute positions [start, end) of `sid` into their slots"
-    bm, B = self.bm, self.B
-    table = bm.block_table(sid)
-    for p, slot in zip(range(start, end), bm.slots(sid, start, end)):
-        assert sum(table[p // B] in bm.block_table(o) for o in self.model) == 1, 'a write into a shared block'
-        self.kv[slot] = (self.salts[sid], self.model[sid][p])
-    bm.mark_computed(sid, end)
+    def run_copies(self, copies):
+        "The engine: zero the fresh blocks, run the block copies `copies`, say so"
+        self.zero_fresh()
+        for src, dst in copies:
+            for o in range(self.B): self.kv[dst * self.B + o] = self.kv.get(src * self.B + o)
+        self.bm.copies_done()
 
-# %% ../../nbs/05_block_manager.ipynb #0893e954
-@patch_to(RandomOps)
-def check(self):
-    """The manager's invariants; every sequence reads back exactly its own K/V, and past it zeros (or a
-    rejected
-    guess's K/V, which lengths keep unread)"""
-    bm, B = self.bm, self.B
-    bm.check()
-    for sid, toks in self.model.items():
-        assert bm.num_tokens(sid) == len(toks)
-        if sid in self.awaiting: continue
-        n = bm.num_computed(sid)
-        got = [self.kv.get(s) for s in bm.slots(sid, 0, n)]
-        assert got == [(self.salts[sid], t) for t in toks[:n]], 'isolation broken'
-        if not bm.defers_fork_copies:  # past its computed tokens a page holds zeros only
-            table = bm.block_table(sid)
-            stale = [q for q in range(n, len(table) * B)
-                     if (self.kv.get(table[q // B] * B + q % B) or ('guess',))[0] != 'guess']
-            assert not stale, 'a stale slot in a page'
+    def write(self, sid, start: int, end: int):
+        "The engine: compute positions [start, end) of `sid` into their slots"
+        bm, B = self.bm, self.B
+        table = bm.block_table(sid)
+        for p, slot in zip(range(start, end), bm.slots(sid, start, end)):
+            assert sum(table[p // B] in bm.block_table(o) for o in self.model) == 1, \
+                'a write into a shared block'
+            self.kv[slot] = (self.salts[sid], self.model[sid][p])
+        bm.mark_computed(sid, end)
+
+    def check(self):
+        """The manager's invariants; every sequence reads back exactly its own K/V, and past it zeros (or a
+        rejected guess's K/V, which lengths keep unread)"""
+        bm, B = self.bm, self.B
+        bm.check()
+        for sid, toks in self.model.items():
+            assert bm.num_tokens(sid) == len(toks)
+            if sid in self.awaiting: continue
+            n = bm.num_computed(sid)
+            got = [self.kv.get(s) for s in bm.slots(sid, 0, n)]
+            assert got == [(self.salts[sid], t) for t in toks[:n]], 'isolation broken'
+            if not bm.defers_fork_copies:  # past its computed tokens a page holds zeros only
+                table = bm.block_table(sid)
+                stale = [q for q in range(n, len(table) * B)
+                         if (self.kv.get(table[q // B] * B + q % B) or ('guess',))[0] != 'guess']
+                assert not stale, 'a stale slot in a page'
 
 # %% ../../nbs/05_block_manager.ipynb #e88d15c3
-@patch_to(RandomOps)
-def allocate(self):
-    "A prompt on one of three common stems (so prefixes hit), with a salt or none; computed 4 times in 5"
-    rng, B, bm, sid = self.rng, self.B, self.bm, self.next_id
-    stem = rng.choice([[1] * 3 * B, [1, 2] * 2 * B, [3] * B + [1] * 2 * B])
-    prompt = stem[:rng.randint(1, 3 * B)] + [rng.choice([1, 2, 3]) for _ in range(rng.randint(0, 3))]
-    salt = rng.choice([None, 's'])
-    try: cached = bm.allocate(sid, prompt, salt)
-    except (NoFreeBlocksError, ValueError): self.counts['refused'] += 1; return
-    self.zero_fresh()
-    self.model[sid], self.salts[sid] = prompt, salt
-    hits = [self.kv.get(s) for s in bm.slots(sid, 0, cached)]
-    assert hits == [(salt, t) for t in prompt[:cached]], 'a prefix hit read wrong KV'
-    self.counts['hit tokens'] += cached
-    if rng.random() < 0.8: self.write(sid, cached, len(prompt))
-    self.next_id += 1
+class RandomOps(EngineModel):
+    "Random allocate / append / fork / free on `bm`, against a model of every sequence and of every KV slot"
+    def __init__(self, bm, seed: int):
+        super().__init__(bm)
+        self.rng, self.counts, self.next_id = random.Random(seed), Counter(), 0
 
-# %% ../../nbs/05_block_manager.ipynb #0eb6a0a8
-@patch_to(RandomOps)
-def append(self, sid):
-    "Finish computing `sid`, or append a token to it: the copies it returns run before the write"
-    bm, B, toks = self.bm, self.B, self.model[sid]
-    if bm.num_computed(sid) < len(toks): return self.write(sid, bm.num_computed(sid), len(toks))
-    tok, can = self.rng.choice([1, 2, 3]), bm.can_append(sid)
-    try: copies = bm.append(sid, [tok])
-    except (NoFreeBlocksError, ValueError): assert not can; self.counts['refused'] += 1; return
-    assert can, 'can_append said no, append succeeded'
-    self.zero_fresh()
-    for src, dst in copies:
-        for o in range(B): self.kv[dst * B + o] = self.kv.get(src * B + o)
-    bm.copies_done()
-    self.counts['copies'] += len(copies); self.awaiting.discard(sid)
-    toks.append(tok); self.write(sid, len(toks) - 1, len(toks))
+    def allocate(self):
+        "A prompt on one of three common stems (so prefixes hit), with a salt or none; computed 4 times in 5"
+        rng, B, bm, sid = self.rng, self.B, self.bm, self.next_id
+        stem = rng.choice([[1] * 3 * B, [1, 2] * 2 * B, [3] * B + [1] * 2 * B])
+        prompt = stem[:rng.randint(1, 3 * B)] + [rng.choice([1, 2, 3]) for _ in range(rng.randint(0, 3))]
+        salt = rng.choice([None, 's'])
+        try: cached = bm.allocate(sid, prompt, salt)
+        except (NoFreeBlocksError, ValueError): self.counts['refused'] += 1; return
+        self.zero_fresh()
+        self.model[sid], self.salts[sid] = prompt, salt
+        hits = [self.kv.get(s) for s in bm.slots(sid, 0, cached)]
+        assert hits == [(salt, t) for t in prompt[:cached]], 'a prefix hit read wrong KV'
+        self.counts['hit tokens'] += cached
+        if rng.random() < 0.8: self.write(sid, cached, len(prompt))
+        self.next_id += 1
 
-# %% ../../nbs/05_block_manager.ipynb #1f86dd55
-@patch_to(RandomOps)
-def fork(self, sid):
-    "Fork a fully computed `sid` into a new sequence"
-    if self.bm.num_computed(sid) != len(self.model[sid]): return
-    child = self.next_id
-    try: self.bm.fork(sid, child)
-    except NoFreeBlocksError: self.counts['refused'] += 1; return     # the baseline needs a region to fork
-    self.zero_fresh()
-    self.model[child], self.salts[child] = list(self.model[sid]), self.salts[sid]
-    self.counts['forks'] += 1; self.next_id += 1
-    if self.bm.defers_fork_copies: self.awaiting.add(child)
+    def append(self, sid):
+        "Finish computing `sid`, or append a token to it: the copies it returns run before the write"
+        bm, toks = self.bm, self.model[sid]
+        if bm.num_computed(sid) < len(toks): return self.write(sid, bm.num_computed(sid), len(toks))
+        tok, can = self.rng.choice([1, 2, 3]), bm.can_append(sid)
+        try: copies = bm.append(sid, [tok])
+        except (NoFreeBlocksError, ValueError): assert not can; self.counts['refused'] += 1; return
+        assert can, 'can_append said no, append succeeded'
+        self.run_copies(copies)
+        self.counts['copies'] += len(copies); self.awaiting.discard(sid)
+        toks.append(tok); self.write(sid, len(toks) - 1, len(toks))
 
-# %% ../../nbs/05_block_manager.ipynb #c776b265
-@patch_to(RandomOps)
-def free(self, sid):
-    "End `sid`, as a finished or cancelled request"
-    self.bm.free(sid); del self.model[sid]; self.awaiting.discard(sid); self.counts['frees'] += 1
+    def fork(self, sid):
+        "Fork a fully computed `sid` into a new sequence"
+        if self.bm.num_computed(sid) != len(self.model[sid]): return
+        child = self.next_id
+        try: self.bm.fork(sid, child)
+        except NoFreeBlocksError: self.counts['refused'] += 1; return   # the baseline needs a region to fork
+        self.zero_fresh()
+        self.model[child], self.salts[child] = list(self.model[sid]), self.salts[sid]
+        self.counts['forks'] += 1; self.next_id += 1
+        if self.bm.defers_fork_copies: self.awaiting.add(child)
 
-# %% ../../nbs/05_block_manager.ipynb #21559e07
-@patch_to(RandomOps)
-def speculate(self, sid):
-    "Reserve slots for 1-4 guesses after a computed `sid`, write them all, keep a random prefix of them"
-    bm, B, toks = self.bm, self.B, self.model[sid]
-    n = len(toks)
-    if sid in self.awaiting or bm.num_computed(sid) != n: return
-    guesses = [self.rng.choice([1, 2, 3]) for _ in range(self.rng.randint(1, 4))]
-    try: copies = bm.append(sid, guesses)
-    except (NoFreeBlocksError, ValueError): self.counts['refused'] += 1; return
-    self.zero_fresh()
-    for src, dst in copies:
-        for o in range(B): self.kv[dst * B + o] = self.kv.get(src * B + o)
-    bm.copies_done()
-    kept = self.rng.randint(0, len(guesses))
-    for p, slot in zip(range(n, n + len(guesses)), bm.slots(sid, n, n + len(guesses))):
-        self.kv[slot] = (self.salts[sid], guesses[p - n]) if p < n + kept else ('guess', sid)
-    bm.rollback_to(sid, n + kept); toks += guesses[:kept]
-    bm.mark_computed(sid, n + kept)
-    self.counts['guesses'] += len(guesses); self.counts['rejected'] += len(guesses) - kept
+    def free(self, sid):
+        "End `sid`, as a finished or cancelled request"
+        self.bm.free(sid); del self.model[sid]; self.awaiting.discard(sid); self.counts['frees'] += 1
+
+    def speculate(self, sid):
+        "Reserve slots for 1-4 guesses after a computed `sid`, write them all, keep a random prefix of them"
+        bm, toks = self.bm, self.model[sid]
+        n = len(toks)
+        if sid in self.awaiting or bm.num_computed(sid) != n: return
+        guesses = [self.rng.choice([1, 2, 3]) for _ in range(self.rng.randint(1, 4))]
+        try: copies = bm.append(sid, guesses)
+        except (NoFreeBlocksError, ValueError): self.counts['refused'] += 1; return
+        self.run_copies(copies)
+        kept = self.rng.randint(0, len(guesses))
+        for p, slot in zip(range(n, n + len(guesses)), bm.slots(sid, n, n + len(guesses))):
+            self.kv[slot] = (self.salts[sid], guesses[p - n]) if p < n + kept else ('guess', sid)
+        bm.rollback_to(sid, n + kept); toks += guesses[:kept]
+        bm.mark_computed(sid, n + kept)
+        self.counts['guesses'] += len(guesses); self.counts['rejected'] += len(guesses) - kept
 
 # %% ../../nbs/05_block_manager.ipynb #daa9f2a4
 def random_ops(seed: int, steps: int, num_blocks: int = 16, block_size: int = 4, manager=None) -> dict:
