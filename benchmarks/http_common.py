@@ -5,7 +5,7 @@ import os, subprocess, sys, time
 from pathlib import Path
 import harness  # noqa: F401  (puts the repository first on the path)
 import httpx
-from minipaged.serve.client import read_metrics
+from minipaged.bench.http import read_metrics
 
 CLI = str(Path(sys.executable).with_name('minipaged'))
 

@@ -24,7 +24,7 @@ from minipaged import LLM
 from minipaged.bench.metrics import summarize
 from minipaged.bench.runner import declared_requests, request_params
 from minipaged.bench.workload import LengthDist, Workload
-from minipaged.serve.client import read_metrics, serve_http
+from minipaged.bench.http import read_metrics, serve_http
 from minipaged.model.fetch import shipped_model
 
 

@@ -16,11 +16,10 @@ import harness
 from http_common import Server
 import torch
 from minipaged import LLM, SamplingParams
-from minipaged.bench.cli import BENCH_ENGINE, DEFAULT_WORKLOAD, _default_workload
+from minipaged.bench.options import BENCH_ENGINE, DEFAULT_WORKLOAD, default_workload
 from minipaged.bench.metrics import summarize
 from minipaged.bench.runner import serve
-from minipaged.serve.client import serve_http
-from minipaged.serve.worker import run_async
+from minipaged.bench.http import run_async, serve_http
 from minipaged.model.fetch import shipped_model
 
 COLUMNS = ('completed', 'cancelled', 'output_throughput', 'ttft_median_ms', 'ttft_p99_ms', 'itl_median_ms',
@@ -67,7 +66,7 @@ def main():
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     model = shipped_model('pylm')
-    w = replace(_default_workload(str(model)), num_requests=a.num_requests, rate=a.rate)
+    w = replace(default_workload(str(model)), num_requests=a.num_requests, rate=a.rate)
     llm = LLM(model, BENCH_ENGINE)
     vocab, encode = llm.config.shape.vocab_size, llm.tokenizer.encode
     rows, same = [], []

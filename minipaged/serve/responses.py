@@ -5,12 +5,11 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['FINISH_REASONS', 'sse', 'completion_logprobs', 'chat_logprobs', 'ending_error', 'Answer']
+__all__ = ['FINISH_REASONS', 'sse', 'completion_logprobs', 'chat_logprobs', 'ending_error', 'sample_logprobs', 'Answer']
 
 # %% ../../nbs/12_online_serving.ipynb #8f068cdd
 import json, time
 from .protocol import APIError, Job
-from ..utils import patch_to
 
 # %% ../../nbs/12_online_serving.ipynb #f06afe1f
 # how an engine ending reads over HTTP; 'timeout' is the worker's own (a request that ran past its deadline)
@@ -54,6 +53,14 @@ def ending_error(c, out) -> APIError | None:
         return APIError(503, f"cancelled: {c.error or 'the server is stopping'}")
     return None
 
+# %% ../../nbs/12_online_serving.ipynb #6b966d96
+def sample_logprobs(job: Job, c, start: int, chars: int) -> dict | None:
+    "Sample c's logprobs from its token `start` on, in the format of `job`'s endpoint (None: not asked for)"
+    if c.logprobs is None: return None
+    entries = c.logprobs[start:]
+    if job.kind == 'chat': return chat_logprobs(entries, job.params.logprobs)
+    return completion_logprobs(entries, chars)
+
 # %% ../../nbs/12_online_serving.ipynb #cc112929
 class Answer:
     "One request's answer, built from engine outputs: per choice what was sent, the final outputs, the usage"
@@ -71,75 +78,55 @@ class Answer:
     def unfinished(self) -> list: return [rid for rid, i in self.index.items() if i not in self.finals]
     def choice(self, i: int, j: int) -> int: return i * self.job.params.n + j
 
-# %% ../../nbs/12_online_serving.ipynb #6b966d96
-@patch_to(Answer)
-def _logprobs(self: Answer, c, start: int, chars: int):
-    "Sample c's logprobs from its token `start` on, in the endpoint's format (None when not asked for)"
-    if c.logprobs is None: return None
-    entries = c.logprobs[start:]
-    if self.job.kind == 'chat': return chat_logprobs(entries, self.job.params.logprobs)
-    return completion_logprobs(entries, chars)
+    def _choice(self, k: int, c, text: str, lps, final: bool) -> dict:
+        "Choice k of a chunk (`final`: False) or of the whole body: its text, logprobs and ending"
+        reason = FINISH_REASONS.get(c.finish_reason)
+        end = dict(logprobs=lps, finish_reason=reason, stop_reason=c.stop_reason if reason else None)
+        if self.job.kind == 'completion': return dict(index=k, text=text) | end
+        if final: return dict(index=k, message=dict(role='assistant', content=text)) | end
+        role = {} if k in self.sent else {'role': 'assistant'}     # a choice's first delta says whose it is
+        return dict(index=k, delta=role | dict(content=text)) | end
 
-# %% ../../nbs/12_online_serving.ipynb #017e7e79
-@patch_to(Answer)
-def _choice(self: Answer, k: int, c, text: str, lps, final: bool) -> dict:
-    "Choice k of a chunk (`final`: False) or of the whole body: its text, logprobs and ending"
-    reason = FINISH_REASONS.get(c.finish_reason)
-    end = dict(logprobs=lps, finish_reason=reason, stop_reason=c.stop_reason if reason else None)
-    if self.job.kind == 'completion': return dict(index=k, text=text) | end
-    if final: return dict(index=k, message=dict(role='assistant', content=text)) | end
-    role = {} if k in self.sent else {'role': 'assistant'}     # the first delta of a choice says whose it is
-    return dict(index=k, delta=role | dict(content=text)) | end
+    def _delta(self, k: int, c) -> dict | None:
+        "Choice k's chunk entry for what sample c holds beyond what was sent (None: nothing new)"
+        chars, toks = self.sent.get(k, (0, 0))
+        text, ends = c.text or '', c.finish_reason in FINISH_REASONS
+        if k in self.ended or (len(text) == chars and len(c.token_ids) <= toks and not ends): return None
+        entry = self._choice(k, c, text[chars:], sample_logprobs(self.job, c, toks, chars), final=False)
+        self.sent[k] = (len(text), len(c.token_ids))
+        if ends: self.ended.add(k)                        # a sample that ended says so once (n > 1 runs on)
+        return entry
 
-# %% ../../nbs/12_online_serving.ipynb #a3c93605
-@patch_to(Answer)
-def _delta(self: Answer, k: int, c) -> dict | None:
-    "Choice k's chunk entry for what sample c holds beyond what was sent (None: nothing new)"
-    chars, toks = self.sent.get(k, (0, 0))
-    text, ends = c.text or '', c.finish_reason in FINISH_REASONS
-    if k in self.ended or (len(text) == chars and len(c.token_ids) <= toks and not ends): return None
-    entry = self._choice(k, c, text[chars:], self._logprobs(c, toks, chars), final=False)
-    self.sent[k] = (len(text), len(c.token_ids))
-    if ends: self.ended.add(k)                        # a sample that ended says so once (n > 1 runs on)
-    return entry
+    def update(self, out) -> list[dict]:
+        "Take one engine output; the chunks it adds to a stream (an error body: a sample ended unanswered)"
+        i = self.index[out.request_id]
+        self.prompts[i] = (len(out.prompt_token_ids), out.metrics.get('num_cached_tokens') or 0)
+        if out.finished: self.finals[i] = out
+        chunks = []
+        for c in out.outputs:
+            if (error := ending_error(c, out)) is not None:
+                if out.finished: self.errors.append(error); chunks.append(error.body())     # once per sample
+            elif (entry := self._delta(self.choice(i, c.index), c)) is not None:
+                chunks.append(self.chunk([entry]))
+        return chunks
 
-# %% ../../nbs/12_online_serving.ipynb #44066c76
-@patch_to(Answer)
-def update(self: Answer, out) -> list[dict]:
-    "Take one engine output; the chunks it adds to a stream (an error body for a sample ended without one)"
-    i = self.index[out.request_id]
-    self.prompts[i] = (len(out.prompt_token_ids), out.metrics.get('num_cached_tokens') or 0)
-    if out.finished: self.finals[i] = out
-    chunks = []
-    for c in out.outputs:
-        if (error := ending_error(c, out)) is not None:
-            if out.finished: self.errors.append(error); chunks.append(error.body())     # once per sample
-        elif (entry := self._delta(self.choice(i, c.index), c)) is not None:
-            chunks.append(self.chunk([entry]))
-    return chunks
+    def usage(self) -> dict:
+        "Prompt tokens (each prompt once), completion tokens sent, their total, and the prompt tokens cached"
+        prompt = sum(p for p, _ in self.prompts.values())
+        completion = sum(t for _, t in self.sent.values())
+        return dict(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion,
+                    prompt_tokens_details=dict(cached_tokens=sum(c for _, c in self.prompts.values())))
 
-# %% ../../nbs/12_online_serving.ipynb #6916f36e
-@patch_to(Answer)
-def usage(self: Answer) -> dict:
-    "Prompt tokens (each prompt once), completion tokens sent, their total, and the prompt tokens cached"
-    prompt = sum(p for p, _ in self.prompts.values())
-    completion = sum(t for _, t in self.sent.values())
-    return dict(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion,
-                prompt_tokens_details=dict(cached_tokens=sum(c for _, c in self.prompts.values())))
+    def chunk(self, choices: list) -> dict:
+        "A streamed chunk holding `choices` (with the usage so far, under continuous_usage_stats)"
+        kind = 'chat.completion.chunk' if self.job.kind == 'chat' else 'text_completion'
+        body = dict(id=self.id, object=kind, created=self.created, model=self.model, choices=choices)
+        return body | (dict(usage=self.usage()) if self.job.continuous_usage else {})
 
-@patch_to(Answer)
-def chunk(self: Answer, choices: list) -> dict:
-    "A streamed chunk holding `choices` (with the usage so far, under continuous_usage_stats)"
-    kind = 'chat.completion.chunk' if self.job.kind == 'chat' else 'text_completion'
-    body = dict(id=self.id, object=kind, created=self.created, model=self.model, choices=choices)
-    return body | (dict(usage=self.usage()) if self.job.continuous_usage else {})
-
-# %% ../../nbs/12_online_serving.ipynb #a5da88b5
-@patch_to(Answer)
-def body(self: Answer) -> dict:
-    "The whole answer once every prompt is final: each choice in order, its text, ending, logprobs; the usage"
-    choices = [self._choice(self.choice(i, c.index), c, c.text or '', self._logprobs(c, 0, 0), final=True)
-               for i, out in sorted(self.finals.items()) for c in out.outputs]
-    kind = 'chat.completion' if self.job.kind == 'chat' else 'text_completion'
-    return dict(id=self.id, object=kind, created=self.created, model=self.model,
-                choices=sorted(choices, key=lambda c: c['index']), usage=self.usage())
+    def body(self) -> dict:
+        "The whole answer once every prompt is final: each choice in order (text, ending, logprobs), usage"
+        choices = [self._choice(self.choice(i, c.index), c, c.text or '', sample_logprobs(self.job, c, 0, 0),
+                                final=True) for i, out in sorted(self.finals.items()) for c in out.outputs]
+        kind = 'chat.completion' if self.job.kind == 'chat' else 'text_completion'
+        return dict(id=self.id, object=kind, created=self.created, model=self.model,
+                    choices=sorted(choices, key=lambda c: c['index']), usage=self.usage())

@@ -6,7 +6,7 @@ Docs: https://minipaged.github.io/minipaged/online_serving.html.md"""
 
 # %% ../../nbs/12_online_serving.ipynb #fc6f9e27
 from __future__ import annotations
-import asyncio, concurrent.futures, logging, queue, threading, time
+import asyncio, logging, queue, threading, time
 from dataclasses import dataclass
 from ..utils import check_number, check_positive, patch_to
 from ..engine.llm import LLM
@@ -15,7 +15,7 @@ from .protocol import _named_field, APIError
 from .metrics import ServerMetrics
 
 # %% auto #0
-__all__ = ['log', 'MAX_FAILED_STEPS', 'Submission', 'run_async', 'AsyncEngine']
+__all__ = ['log', 'MAX_FAILED_STEPS', 'Submission', 'AsyncEngine']
 
 # %% ../../nbs/12_online_serving.ipynb #72b7919c
 log = logging.getLogger('minipaged.serve')
@@ -45,13 +45,6 @@ def _settle(fut: asyncio.Future, error) -> None:
     if fut.done(): return
     if error is None: fut.set_result(None)
     else: fut.set_exception(error)
-
-# %% ../../nbs/12_online_serving.ipynb #c326fab3
-def run_async(coro):
-    "Run a coroutine to its end from synchronous code: `asyncio.run`, on a thread of its own if a loop runs"
-    try: asyncio.get_running_loop()
-    except RuntimeError: return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
 # %% ../../nbs/12_online_serving.ipynb #3ec63c51
 class AsyncEngine:

@@ -6,15 +6,28 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['ENGINE_ONLY', 'request_body', 'Timing', 'stream_completion', 'http_record', 'read_metrics', 'serve_http', 'http_summary', 'run_http_bench']
+__all__ = ['ENGINE_ONLY', 'run_async', 'request_body', 'Timing', 'stream_completion', 'http_record', 'read_metrics', 'serve_http', 'http_summary', 'run_http_bench']
+
+# %% ../../nbs/12_online_serving.ipynb #c326fab3
+import asyncio, concurrent.futures
+
+def run_async(coro):
+    "Run a coroutine to its end from synchronous code: `asyncio.run`, on a thread of its own if a loop runs"
+    try: asyncio.get_running_loop()
+    except RuntimeError: return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
 # %% ../../nbs/12_online_serving.ipynb #b48a3eae
-import asyncio, json, re, time
-from dataclasses import dataclass, field
-from ..bench.metrics import RequestRecord
-from ..bench.runner import declared_requests, request_params, Run
-from ..bench.workload import RequestSpec, Workload
+import json, re, time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from ..engine.sampler import SamplingParams
+from .metrics import by_length, RequestRecord, summarize
+from .runner import declared_requests, request_params, Run, spread
+from .workload import RequestSpec, Workload
+from .flags import flag_name
+from .options import BENCH_ENGINE, bench_options, ENGINE_FLAGS
+from .results import print_bench, text_samples, write_run_files
 
 # %% ../../nbs/12_online_serving.ipynb #36f0d870
 def request_body(prompt, p: SamplingParams) -> dict:
@@ -161,8 +174,7 @@ ENGINE_ONLY = ('ablations', 'threads')          # with the engine flags: the ser
 
 def _check_http_options(a) -> None:
     "A ValueError naming a flag that `--url` makes meaningless (the engine's settings are the server's)"
-    from minipaged.bench.cli import engine_flag, ENGINE_FLAGS
-    given = [engine_flag(k) for k in ENGINE_FLAGS if getattr(a, k, None) is not None]
+    given = [flag_name(k, getattr(BENCH_ENGINE, k)) for k in ENGINE_FLAGS if getattr(a, k, None) is not None]
     given += [f"--{k}" for k in ENGINE_ONLY if getattr(a, k, None)]
     if given: raise ValueError(f"{given[0]}: with --url the server's engine runs; give engine flags to "
                                "`minipaged serve`")
@@ -184,7 +196,6 @@ def _client_tokenizer(model) -> tuple[int, object]:
 # %% ../../nbs/12_online_serving.ipynb #5b6d3451
 def http_summary(run: Run, slo) -> dict:
     "Chapter 09's summary of the records of a run over HTTP, and the server's counters over it"
-    from minipaged.bench.metrics import summarize
     counters = {k: run.counters[k] for k in ('preemptions', 'prefix_hit_tokens', 'steps')}
     return summarize(run.records, run.duration, slo) | counters
 
@@ -193,7 +204,6 @@ def _serve_http_runs(a, workload: Workload) -> list[Run]:
     "`--repetitions` runs of the workload against the server; a server that cannot be reached is a ValueError"
     import aiohttp
     vocab, encode = _client_tokenizer(a.model)
-    from minipaged.serve.worker import run_async
     try: return [run_async(serve_http(a.url, workload, vocab, encode, a.api_key, a.max_concurrency))
                  for _ in range(a.repetitions)]
     except aiohttp.ClientError as e: raise ValueError(f"--url {a.url}: {type(e).__name__}: {e}") from None
@@ -202,22 +212,16 @@ def _serve_http_runs(a, workload: Workload) -> list[Run]:
 # %% ../../nbs/12_online_serving.ipynb #5dfdd940
 def run_http_bench(a) -> dict:
     "`minipaged bench --url`: the declared workload against a running server; chapter 09's files and table"
-    import dataclasses
-    from pathlib import Path
-    from minipaged.bench.cli import _bench_options, _write_run_files, print_bench, text_samples
-    from minipaged.bench.metrics import by_length
-    from minipaged.bench.runner import spread
     _check_http_options(a)
-    workload, slo, _ = _bench_options(a)
+    workload, slo, _ = bench_options(a)
     runs = _serve_http_runs(a, workload)
     summaries = [http_summary(r, slo) for r in runs]
     out = Path(a.out)
-    files, skipped = _write_run_files(out, workload, runs, summaries)
+    files, skipped = write_run_files(out, workload, runs, summaries)
     hidden = "the engine's steps are the server's: not visible over HTTP"
     skipped |= {k: hidden for k in ('kv_memory', 'throughput')}
-    result = dict(model=f"{a.model or 'tiny-random'} at {a.url}", url=a.url,
-                  workload=dataclasses.asdict(workload), slo=dataclasses.asdict(slo), config=runs[0].config,
-                  summaries=summaries,
+    result = dict(model=f"{a.model or 'tiny-random'} at {a.url}", url=a.url, workload=asdict(workload),
+                  slo=asdict(slo), config=runs[0].config, summaries=summaries,
                   spread=spread(summaries) if len(runs) > 1 else [],
                   by_prompt_len=by_length(runs[0].records, 'prompt_len'),
                   by_output_len=by_length(runs[0].records, 'output_len', edges=(32, 64)), skipped=skipped,
