@@ -56,7 +56,7 @@ ENGINE = dict(block_size=16, max_num_seqs=64, max_num_batched_tokens=2048)      
 
 def warm_engine(path, reqs, **kw):
     "A fresh engine that has run one short warm-up request, and the workload's sampling parameters"
-    from minipaged.engine.llm import LLM
+    from minipaged.llm import LLM
     from minipaged.engine.sampler import SamplingParams
     llm = LLM(path, **kw)
     llm.generate([reqs[0][0]], SamplingParams(max_tokens=4, temperature=0.0))

@@ -76,7 +76,7 @@ def first_difference(a: list[int], b: list[int]) -> int:
 
 def engine_phase(a):
     "Everything the engine does, before transformers is imported: throughput, memory, bfloat16's agreement"
-    from minipaged.engine.llm import LLM
+    from minipaged.llm import LLM
     rss0 = rss_mib()
     llm = LLM(NAME)
     loaded = rss_mib()

@@ -42,7 +42,7 @@ def one_round(llm: LLM, prompts: list, new: int) -> tuple[float, list[float], li
     sp = SamplingParams(max_tokens=new, temperature=0.0, ignore_eos=True)
     ids = [llm.add_request(p, sp) for p in prompts]
     t = time.perf_counter(); llm.step(); prefill = time.perf_counter() - t
-    assert all(len(r.output_token_ids) == 1 for g in llm._groups.values() for r in g['samples']), 'prefill in one step'
+    assert all(len(r.output_token_ids) == 1 for g in llm.core.groups.values() for r in g.samples), 'prefill in one step'
     decode, done = [], {}
     while llm.has_unfinished_requests():
         t = time.perf_counter(); outs = llm.step(partial=False); decode.append(time.perf_counter() - t)

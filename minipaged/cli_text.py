@@ -37,7 +37,7 @@ ENGINE_FLAGS = ('dtype', 'block_size', 'num_blocks', 'max_model_len', 'max_num_s
 def _engine_from_flags(a):
     "The `LLM` of MODEL with the engine flags given; no checkpoint there, or no tokenizer: an error"
     from minipaged.bench.flags import engine_config, flag_error
-    from minipaged.engine.llm import LLM
+    from minipaged.llm import LLM
     from minipaged.model.fetch import model_path
     path = model_path(a.model)                    # a directory, or a shipped or fetched model's name
     if not (path / 'config.json').is_file():

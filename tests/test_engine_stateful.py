@@ -77,9 +77,9 @@ class EngineMachine(RuleBasedStateMachine):
         for prompt, n, max_tokens, salt in requests:
             sp = SamplingParams(n=n, max_tokens=max_tokens, temperature=0, ignore_eos=True)
             if n > self.llm.scheduler.max_num_seqs:                # refused at the door, and nothing changes
-                before = (len(self.llm._groups), len(self.llm.scheduler.requests))
+                before = (len(self.llm.core.groups), len(self.llm.scheduler.requests))
                 with pytest.raises(ValueError, match='exceeds max_num_seqs'): self.llm.add_request(list(prompt), sp)
-                assert (len(self.llm._groups), len(self.llm.scheduler.requests)) == before
+                assert (len(self.llm.core.groups), len(self.llm.scheduler.requests)) == before
                 continue
             rid = self.llm.add_request(list(prompt), sp, cache_salt=salt)
             self.live[rid], self.prompts[rid] = (n, max_tokens), prompt

@@ -10,7 +10,7 @@ import torch
 transformers = pytest.importorskip('transformers')
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config,
                           Qwen2ForCausalLM)
-from minipaged.engine.llm import LLM
+from minipaged.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 
 transformers.utils.logging.disable_progress_bar()

@@ -9,7 +9,7 @@ import asyncio, contextlib, io, json, os, signal, subprocess, sys, time
 from pathlib import Path
 import httpx, openai, pytest
 from prometheus_client.parser import text_string_to_metric_families
-from minipaged.engine.llm import LLM
+from minipaged.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.serve.api import build_app, ServerThread
 from minipaged.bench.http import read_metrics
@@ -281,16 +281,16 @@ def test_request_timeout_ends_with_its_reason(server, client):
 
 def test_engine_failure_ends_its_requests_and_serving_goes_on(server, client):
     llm = server.engine.llm
-    real, calls = llm._forward, []
-    def fail_second(batch):
+    real, calls = llm.runner.execute, []
+    def fail_second(work):
         calls.append(1)
         if len(calls) == 2: raise RuntimeError('injected fault')
-        return real(batch)
-    llm._forward = fail_second
+        return real(work)
+    llm.runner.execute = fail_second
     try:
         with pytest.raises(openai.InternalServerError) as e:
             client.completions.create(model='pylm', prompt='x', max_tokens=20, extra_body={'ignore_eos': True})
-    finally: llm._forward = real
+    finally: llm.runner.execute = real
     assert 'engine step failed: RuntimeError: injected fault' in e.value.body['message']
     assert client.completions.create(model='pylm', prompt='x', max_tokens=3).usage.completion_tokens == 3
     assert httpx.get(server.url + '/health').status_code == 200

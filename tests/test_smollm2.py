@@ -11,7 +11,7 @@ skipping them."""
 import os, re, subprocess, sys
 from pathlib import Path
 import pytest, torch
-from minipaged.engine.llm import LLM
+from minipaged.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.model.convert import gguf_metadata, hf_tokenizer, read_gguf
 from minipaged.model.fetch import fetched_path

@@ -93,14 +93,14 @@ def test_cancel_mid_verification(method):
     llm = LLM(TARGET, block_size=4, num_blocks=256, speculative_config=spec(method, 4, model=TARGET)
               if method == 'draft_model' else spec(method, 4))
     ids = [llm.add_request(p, params) for p in PROMPTS]
-    sample, hit = llm._sample, []
-    def cancelling(done, logits, forks):          # after the verifying forward ran, before its guesses are judged
-        batch = llm.last_batch
+    execute, hit = llm.runner.execute, []
+    def cancelling(work):          # after the verifying forward ran, before its guesses are judged
+        logits, batch = execute(work), llm.last_batch
         if batch.num_verify_rows and not hit:
             victim = batch.requests[batch.num_decode_rows]
             hit.append(victim.request_id[0]); llm.abort(victim.request_id[0])
-        return sample(done, logits, forks)
-    llm._sample = cancelling
+        return logits
+    llm.runner.execute = cancelling
     outs = {}
     while llm.has_unfinished_requests():
         outs |= {o.request_id: o for o in llm.step() if o.finished}; check_engine(llm)

@@ -13,7 +13,7 @@ import torch
 
 transformers = pytest.importorskip('transformers')
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
-from minipaged.engine.llm import LLM
+from minipaged.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.parallel.group import TensorParallelError
 from minipaged.model.config import tiny_config
@@ -235,7 +235,7 @@ def test_workers_exit_when_rank_0_is_killed(gqa, tmp_path):
     script = tmp_path / 'rank0.py'
     script.write_text(textwrap.dedent(f"""
         import os, signal, sys
-        from minipaged.engine.llm import LLM
+        from minipaged.llm import LLM
         if __name__ == '__main__':
             llm = LLM({str(gqa)!r}, block_size=8, num_blocks=16, tensor_parallel_size=2)
             print(llm.workers.procs[0].pid, flush=True)

@@ -90,7 +90,7 @@ def test_loads_tokenizer_json_config_and_template(checkpoint, llm):
     tok = llm.tokenizer
     assert (tok.chat_template, tok.template_source) == (TEMPLATE, str(path / 'chat_template.jinja'))
     assert tok.special_tokens == {'bos_token': '<s>', 'eos_token': '</s>'}
-    assert llm.stop_ids == frozenset({1})
+    assert llm.core.eos_ids == frozenset({1})
 
 def test_template_in_tokenizer_config(tmp_path, checkpoint):
     for f in ('tokenizer.json', 'config.json', 'model.safetensors'): shutil.copy(checkpoint[1] / f, tmp_path / f)

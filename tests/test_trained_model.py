@@ -6,7 +6,7 @@ import torch
 
 transformers = pytest.importorskip('transformers')
 from transformers import AutoModelForCausalLM, AutoTokenizer
-from minipaged.engine.llm import LLM
+from minipaged.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.model.fetch import shipped_model
 

@@ -12,7 +12,7 @@ import math, time
 from dataclasses import fields, replace
 import numpy as np
 from ..engine.config import EngineConfig
-from ..engine.llm import LLM
+from ..llm import LLM
 from ..engine.sampler import SamplingParams
 from .metrics import SLO
 from .runner import run_summary, serve

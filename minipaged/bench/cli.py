@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from ..utils import write_figure
 from ..engine.config import EngineConfig
-from ..engine.llm import LLM
+from ..llm import LLM
 from .workload import Workload
 from .ablations import ablation_configs, run_ablations
 from .runner import repeat, Run, run_summary, serve, spread

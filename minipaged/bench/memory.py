@@ -12,7 +12,7 @@ import ctypes, os
 from collections import Counter, defaultdict
 import torch
 from ..engine.reservation import ReservationManager
-from ..engine.llm import LLM
+from ..llm import LLM
 
 # %% ../../nbs/09_serving_benchmark.ipynb #f8311186
 def _held_blocks(llm: LLM) -> tuple[dict, Counter, dict, list, int]:

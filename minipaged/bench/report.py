@@ -10,7 +10,7 @@ __all__ = ['high_water_rows', 'chapter01_agreement', 'padded_scores_bytes', 'pro
 # %% ../../nbs/09_serving_benchmark.ipynb #imp44677
 from ..accounting.budget import prefill_activation_bytes, weight_bytes
 from ..accounting.paging import compare_allocation
-from ..engine.llm import LLM
+from ..llm import LLM
 from .runner import Run
 
 # %% ../../nbs/09_serving_benchmark.ipynb #f5cce833

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from ..utils import check_positive
 from ..engine.request import AdmissionStop, ScheduledBatch
-from ..engine.llm import LLM
+from ..llm import LLM
 from ..engine.sampler import SamplingParams
 from .memory import check_memory_identity, kv_breakdown, ProcessMemory
 from .metrics import RequestRecord, SLO, summarize

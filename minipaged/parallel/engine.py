@@ -8,8 +8,7 @@ from __future__ import annotations
 __all__ = ['LOAD', 'START_TIMEOUT_S', 'rank_device', 'worker_main', 'Workers', 'interrupt_after', 'start_workers', 'load_parallel']
 
 # %% ../../nbs/13_tensor_parallel.ipynb #7bbb5af8
-import contextlib, datetime, os, shutil, signal, tempfile, threading, time, weakref
-from dataclasses import replace
+import contextlib, datetime, os, shutil, signal, tempfile, threading, time
 from pathlib import Path
 import torch
 import torch.distributed as dist
@@ -17,8 +16,8 @@ import torch.multiprocessing as mp
 from ..accounting.budget import shard_shape
 from ..attention.backend import select_attention_backend
 from ..model.checkpoint import checkpoint_config, save_model
-from ..engine.llm import _text_tokenizer, run_work
-from ..model.causal_lm import allocate_model_cache
+from ..engine.runner import ModelRunner
+from ..model.loading import Loaded, load_for_serving, model_version, text_tokenizer
 from ..model.fetch import model_path
 from .group import TensorParallelError, TPGroup
 from .loading import load_shard
@@ -31,28 +30,27 @@ def rank_device(device, rank: int) -> torch.device:
     return d if d.type != 'cuda' else torch.device('cuda', (d.index or 0) + rank)
 
 # %% ../../nbs/13_tensor_parallel.ipynb #44b9f321
-def _allocate(cfg, tp: int, sizes: dict, device) -> tuple:
-    "A rank's KV cache (its heads, rank 0's blocks) and attention backend, its workspace bounded as rank 0's"
-    kv = allocate_model_cache(replace(cfg, shape=shard_shape(cfg.shape, tp)), sizes['num_blocks'],
-                              sizes['block_size'], device=device)
+def _allocate(model, tp: int, sizes: dict, device) -> ModelRunner:
+    "A rank's `ModelRunner`: its KV cache (its heads, rank 0's blocks), its backend bounded as rank 0's"
     backend = select_attention_backend(sizes['backend'], device, clean_pages=True)
     if backend.workspace is not None: backend.workspace.max_rows = sizes['max_rows']
-    return kv, backend
+    return ModelRunner(model, sizes['num_blocks'], sizes['block_size'], backend, device,
+                       shard_shape(model.config.shape, tp))
 
 # %% ../../nbs/13_tensor_parallel.ipynb #32a42e79
 def _serve(group: TPGroup, model, device) -> None:
-    "A worker's loop: run each message rank 0 broadcasts, until it says stop"
-    kv, backend = None, None
+    "A worker's loop: run each message rank 0 broadcasts on this rank's `ModelRunner`, until it says stop"
+    runner = None
     while True:
         kind, arg = group.broadcast()
         if kind == 'stop': return
         if kind == 'cache':
-            kv, backend = _allocate(model.config, model.tp_size, arg, device)
+            runner = _allocate(model, model.tp_size, arg, device)
             group.gather(torch.ones(1))                          # allocated: rank 0 may go on
         elif kind == 'step':
-            with torch.inference_mode(): run_work(model, kv, backend, device, arg)
+            with torch.inference_mode(): runner.execute(arg)
         elif kind == 'kv':
-            for t in kv[arg]: group.gather(t)
+            for t in runner.kv_caches[arg]: group.gather(t)
 
 # %% ../../nbs/13_tensor_parallel.ipynb #bde3f3ce
 def worker_main(rank: int, size: int, port: int, spec: dict) -> None:
@@ -142,8 +140,13 @@ def _call(self, message: tuple, local, wait: datetime.timedelta | None = None):
 
 @patch_to(Workers)
 def run(self, work, local):
-    "Chapter 08's `_forward` on every rank: `work` to the workers, `local()` (rank 0's `run_work`) here"
+    "A step on every rank: `work` to the workers, `local()` (rank 0's part) here"
     return self._call(('step', work), local)
+
+@patch_to(Workers)
+def execute(self, work):
+    "The engine core's executor (chapter 08's seam): `work` to the workers, and rank 0's runner on it here"
+    return self.run(work, lambda: self.runner.execute(work))
 
 # %% ../../nbs/13_tensor_parallel.ipynb #3ba0f78e
 LOAD = datetime.timedelta(minutes=30)     # for the workers to load their shares of a large checkpoint
@@ -156,6 +159,13 @@ def allocate_caches(self, cfg, backend) -> None:
                  max_rows=None if ws is None else ws.max_rows)
     # the workers may still be loading their shares: the first message waits for them as long as a start may
     self._call(('cache', sizes), lambda: self.group.gather(torch.ones(1)), LOAD)
+
+@patch_to(Workers)
+def attach(self, runner: ModelRunner, cfg) -> Workers:
+    "Every worker builds its runner like rank 0's `runner` (cfg's pool); then this is the engine's executor"
+    self.allocate_caches(cfg, runner.backend)
+    self.runner = runner
+    return self
 
 @patch_to(Workers)
 def gather_kv(self, layer: int, kv_caches: list) -> list[tuple]:
@@ -231,24 +241,23 @@ def _check_ranks(config, cfg) -> None:
                          f"{(d.index or 0) + tp} GPUs, this machine has {torch.cuda.device_count()}")
 
 # %% ../../nbs/13_tensor_parallel.ipynb #919289fd
-def load_parallel(llm, model, cfg, tokenizer) -> tuple:
-    "`LLM._load` of a tensor-parallel engine: start its workers, and load rank 0's share here"
+def load_parallel(model, cfg, tokenizer) -> tuple:
+    "A tensor-parallel engine's model: start its workers, load rank 0's share here; (`Loaded`, `Workers`)"
     tmpdir = None
     if isinstance(model, (str, Path)):
         path = model_path(model)
         config, name = checkpoint_config(path, cfg.dtype), str(path.resolve())
-        tokenizer = _text_tokenizer(tokenizer, path, config.shape.vocab_size)
+        tokenizer = text_tokenizer(tokenizer, path, config.shape.vocab_size)
     else:                                                  # not on disk yet: every rank reads one written now
-        whole, tokenizer, name = llm._load(model, cfg.dtype, tokenizer)
-        shard_shape(whole.config.shape, cfg.tensor_parallel_size)
+        whole = load_for_serving(model, cfg.dtype, tokenizer, 'cpu')
+        tokenizer, name = whole.tokenizer, whole.name
+        shard_shape(whole.model.config.shape, cfg.tensor_parallel_size)
         tmpdir = tempfile.mkdtemp(prefix='minipaged-tp-')
-        try: path, config, version = save_model(whole, tmpdir), whole.config, llm.model_version
+        try: path, config, version = save_model(whole.model, tmpdir), whole.model.config, whole.version
         except BaseException: shutil.rmtree(tmpdir, ignore_errors=True); raise
         del whole
     _check_ranks(config, cfg)              # a tp that does not split the model, too few GPUs: no process
-    workers = llm.workers = start_workers(path, config, cfg, tmpdir)
-    weakref.finalize(llm, workers.shutdown)
+    workers = start_workers(path, config, cfg, tmpdir)
     try: m = load_shard(path, config, 0, workers.group, rank_device(cfg.device, 0))
     except BaseException: workers.shutdown(); raise
-    llm.model_version = version if tmpdir else llm._model_version(path, m)
-    return m, tokenizer, name
+    return Loaded(m, tokenizer, name, version if tmpdir else model_version(path, m)), workers

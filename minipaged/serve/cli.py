@@ -62,7 +62,7 @@ def build_server(a):
     import torch
     from minipaged.bench.flags import engine_config, engine_error
     from minipaged.bench.options import BENCH_ENGINE, ENGINE_FLAGS
-    from minipaged.engine.llm import LLM
+    from minipaged.llm import LLM
     from minipaged.serve.api import build_app
     from minipaged.serve.worker import AsyncEngine
     _check_serve_numbers(a)

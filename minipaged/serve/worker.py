@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio, logging, queue, threading, time
 from dataclasses import dataclass
 from ..utils import check_number, check_positive, patch_to
-from ..engine.llm import LLM
+from ..llm import LLM
 from ..bench.runner import run_config
 from .protocol import _named_field, APIError
 from .metrics import ServerMetrics

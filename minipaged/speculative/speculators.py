@@ -17,7 +17,7 @@ from ..engine.sampler import filter_logits
 
 # %% auto #0
 __all__ = ['SPEC_METHODS', 'DISABLE_BY_BATCH_SIZE', 'SpeculativeConfig', 'speculative_config', 'ngram_propose', 'accept_greedy',
-           'accept_sampled', 'Speculator', 'NgramSpeculator', 'make_speculator', 'load_draft', 'draft_shape',
+           'accept_sampled', 'SpeculatorBase', 'NgramSpeculator', 'make_speculator', 'load_draft', 'draft_shape',
            'DraftModelSpeculator']
 
 # %% ../../nbs/11_speculative_decoding.ipynb #abc1af05
@@ -101,6 +101,7 @@ def _target_probs(logits: torch.Tensor, p) -> torch.Tensor:
     "The distribution chapter 08's sampler draws from, per row: softmax of the filtered, scaled logits"
     return torch.stack([torch.softmax(filter_logits(x, p.temperature, p.top_k, p.top_p), -1) for x in logits])
 
+# %% ../../nbs/11_speculative_decoding.ipynb #f81a0fcb
 def accept_sampled(logits: torch.Tensor, guesses: list[int], q, p, generator) -> list[int]:
     """Rejection sampling of the guesses against the target's `p` (rows of `logits`): `q` the guesser's
     distributions `[k, vocab]`, or None for point masses"""
@@ -115,76 +116,74 @@ def accept_sampled(logits: torch.Tensor, guesses: list[int], q, p, generator) ->
     return guesses + [int(torch.multinomial(probs[-1], 1, generator=generator))]
 
 # %% ../../nbs/11_speculative_decoding.ipynb #2ed9e1e9
-class Speculator:
-    "Guesses for the engine's decoding requests (`propose`), and the rule that accepts them (`accept`)"
-    def __init__(self, llm, config: SpeculativeConfig):
-        self.llm, self.config, self.k = llm, config, config.num_speculative_tokens
+class SpeculatorBase:
+    """What every speculator shares — which requests may guess and how many tokens (`propose`), the rule
+    that accepts guesses (`accept`) — so a subclass only makes the guesses (`guess`): a core `Speculator`"""
+    def __init__(self, config: SpeculativeConfig, engine_config=None, runner=None):
+        self.config, self.k = config, config.num_speculative_tokens
         self.stats = Counter()            # steps with and without guessing, guesses proposed and accepted
         self.q: dict = {}                 # a draft model's distributions of its sampled guesses, by request
+        self.groups: dict = {}            # the core's request groups, as of the last `propose`
 
     def guess(self, reqs: list, ks: list[int]) -> None: raise NotImplementedError
-    def release(self) -> None: pass       # a draft model frees the state of requests that stopped running
-    def reset(self) -> None: pass         # ... and of every request, after a failure
+    def release(self, running: dict) -> None: pass   # a draft model frees the requests that stopped running
+    def reset(self) -> None: pass         # ... and every request's state, after a failure
 
-# %% ../../nbs/11_speculative_decoding.ipynb #fb84dfd5
-@patch_to(Speculator)
-def _wanted(self, running: list) -> tuple[list, list[int]]:
-    "The running requests that may guess this step, and how many tokens each may guess"
-    reqs, ks, groups = [], [], self.llm._groups
-    for r in running:
-        if r.num_tokens - r.num_computed_tokens != 1 or not r.output_token_ids: continue     # not decoding
-        k = min(self.k, r.max_tokens - len(r.output_token_ids) - 1)
-        if k > 0 and not groups[r.request_id[0]]['params'].logits_processors: reqs.append(r); ks.append(k)
-    return reqs, ks
+    def wanted(self, running: list) -> tuple[list, list[int]]:
+        "The running requests that may guess this step, and how many tokens each may guess"
+        reqs, ks = [], []
+        for r in running:
+            if r.num_tokens - r.num_computed_tokens != 1 or not r.output_token_ids: continue   # not decoding
+            k = min(self.k, r.max_tokens - len(r.output_token_ids) - 1)
+            if k > 0 and not self.groups[r.request_id[0]].params.logits_processors:
+                reqs.append(r); ks.append(k)
+        return reqs, ks
 
-# %% ../../nbs/11_speculative_decoding.ipynb #3f5bf20b
-@patch_to(Speculator)
-def propose(self) -> None:
-    "Before the plan: fresh guesses for the requests that may guess, or none in a step too large to pay"
-    running = list(self.llm.scheduler.running.values())
-    for r in running: r.spec_token_ids = []
-    if len(running) >= self.config.disable_by_batch_size: self.stats['steps_off'] += 1; return
-    reqs, ks = self._wanted(running)
-    if not reqs: return
-    self.stats['steps_on'] += 1
-    try: self.guess(reqs, ks)
-    except Exception:                     # a failing guesser costs the step its guesses, never the step
-        self.stats['failures'] += 1; self.reset()
-        for r in reqs: r.spec_token_ids = []
+    def propose(self, running: list, groups: dict) -> None:
+        "Before the plan: fresh guesses for the requests that may guess, or none in a step too large to pay"
+        self.groups = groups
+        for r in running: r.spec_token_ids = []
+        if len(running) >= self.config.disable_by_batch_size: self.stats['steps_off'] += 1; return
+        reqs, ks = self.wanted(running)
+        if not reqs: return
+        self.stats['steps_on'] += 1
+        try: self.guess(reqs, ks)
+        except Exception:                     # a failing guesser costs the step its guesses, never the step
+            self.stats['failures'] += 1; self.reset()
+            for r in reqs: r.spec_token_ids = []
 
-# %% ../../nbs/11_speculative_decoding.ipynb #3554e3c1
-@patch_to(Speculator)
-def accept(self, req, logits: torch.Tensor, params, generator) -> list[int]:
-    "The tokens `req` keeps from its verifying row's `logits [k + 1, vocab]`: greedy, or rejection sampling"
-    guesses, q = req.spec_token_ids, self.q.pop(req.request_id, None)
-    toks = (accept_greedy(logits, guesses) if params.greedy else
-            accept_sampled(logits, guesses, None if q is None else q[:len(guesses)], params, generator))
-    self.stats['proposed'] += len(guesses); self.stats['accepted'] += len(toks) - 1
-    self.stats['verified'] += 1
-    return toks
+    def accept(self, req, logits: torch.Tensor, params, generator) -> list[int]:
+        "The tokens `req` keeps from its verifying row's `logits [k + 1, vocab]`: greedy or rejection"
+        guesses, q = req.spec_token_ids, self.q.pop(req.request_id, None)
+        toks = (accept_greedy(logits, guesses) if params.greedy else
+                accept_sampled(logits, guesses, None if q is None else q[:len(guesses)], params, generator))
+        self.stats['proposed'] += len(guesses); self.stats['accepted'] += len(toks) - 1
+        self.stats['verified'] += 1
+        return toks
 
 # %% ../../nbs/11_speculative_decoding.ipynb #a30dc422
-class NgramSpeculator(Speculator):
+class NgramSpeculator(SpeculatorBase):
     "Prompt lookup: each request's guesses come from its own history"
     def guess(self, reqs: list, ks: list[int]) -> None:
         lo, hi = self.config.prompt_lookup_min, self.config.prompt_lookup_max
         for r, k in zip(reqs, ks): r.spec_token_ids = ngram_propose(r.all_token_ids, k, lo, hi)
 
 # %% ../../nbs/11_speculative_decoding.ipynb #1c2fcc64
-def make_speculator(llm, config: SpeculativeConfig) -> Speculator:
-    "The engine's speculator for `config`: prompt lookup, or a draft model"
-    return (NgramSpeculator if config.method == 'ngram' else DraftModelSpeculator)(llm, config)
+def make_speculator(config: SpeculativeConfig, engine_config, runner) -> SpeculatorBase:
+    "The engine's speculator for `config`: prompt lookup, or a draft model beside the target's `runner`"
+    cls = NgramSpeculator if config.method == 'ngram' else DraftModelSpeculator
+    return cls(config, engine_config, runner)
 
 # %% ../../nbs/11_speculative_decoding.ipynb #0b6f2b4e
 from ..model.checkpoint import load_model
-from ..engine.llm import batch_metadata, zero_blocks
+from ..engine.runner import batch_metadata, zero_blocks
 from ..model.causal_lm import allocate_model_cache, CausalLM, random_model
 from ..model.config import config_from_hf, ModelConfig
 from ..attention.backend import select_attention_backend
 from ..model.fetch import model_path
 
 # %% ../../nbs/11_speculative_decoding.ipynb #fbe0f713
-def load_draft(model, llm) -> CausalLM:
+def load_draft(model, runner) -> CausalLM:
     "The draft (a checkpoint directory or shipped name, a ModelConfig, a CausalLM), checked for the target"
     if isinstance(model, CausalLM): m = model
     elif isinstance(model, ModelConfig): m = random_model(model)
@@ -193,10 +192,10 @@ def load_draft(model, llm) -> CausalLM:
         except (OSError, ValueError) as x: raise ValueError(f"speculative_config.model: {x}") from None
     else: raise ValueError("speculative_config.model must be a checkpoint directory, a ModelConfig or a "
                            f"CausalLM, got {type(model).__name__}")
-    V, W = m.config.shape.vocab_size, llm.config.shape.vocab_size
+    V, W = m.config.shape.vocab_size, runner.model.config.shape.vocab_size
     if V != W: raise ValueError(f"speculative_config.model: the draft's vocabulary has {V} tokens, the "
                                 f"target's {W}; they must be the same")
-    return m.to(llm.device).eval()
+    return m.to(runner.device).eval()
 
 # %% ../../nbs/11_speculative_decoding.ipynb #22be4f6a
 def draft_shape(model):
@@ -207,28 +206,27 @@ def draft_shape(model):
     except (OSError, TypeError, ValueError) as x: raise ValueError(f"speculative_config.model: {x}") from None
 
 # %% ../../nbs/11_speculative_decoding.ipynb #ac50ab61
-class DraftModelSpeculator(Speculator):
+class DraftModelSpeculator(SpeculatorBase):
     "A smaller model guesses, with a paged KV cache and a block manager of its own (the target's block size)"
-    def __init__(self, llm, config: SpeculativeConfig):
-        super().__init__(llm, config)
-        ec, self.draft = llm.engine_config, load_draft(config.model, llm)
+    def __init__(self, config: SpeculativeConfig, engine_config, runner):
+        super().__init__(config)
+        ec, self.draft, self.device = engine_config, load_draft(config.model, runner), runner.device
         s, B = self.draft.config.shape, ec.block_size
         ctx = CacheKeyContext(model_id=f"draft:{s.name}", model_version=f"in-memory:{id(self.draft):x}",
                               kv_dtype=s.kv_dtype, kv_layout=f'paged[{B}]x{s.num_kv_heads}x{s.head_dim}')
         self.bm = BlockManager(ec.num_blocks, B, enable_prefix_caching=ec.enable_prefix_caching, context=ctx,
                                record_fresh=True)
-        self.kv = allocate_model_cache(self.draft.config, ec.num_blocks, B, device=llm.device)
-        self.backend = select_attention_backend(ec.attention_backend, llm.device, clean_pages=True)
+        self.kv = allocate_model_cache(self.draft.config, ec.num_blocks, B, device=self.device)
+        self.backend = select_attention_backend(ec.attention_backend, self.device, clean_pages=True)
         if self.backend.workspace is not None:
-            self.backend.workspace.max_rows = llm.backend.workspace.max_rows
+            self.backend.workspace.max_rows = runner.backend.workspace.max_rows
         self.confirmed: dict = {}     # request id -> leading tokens its draft sequence shares with it
         self.guessed: dict = {}       # request id -> the guesses after those, K/V written, not yet confirmed
 
 # %% ../../nbs/11_speculative_decoding.ipynb #4b5629a5
 @patch_to(DraftModelSpeculator)
-def release(self) -> None:
+def release(self, running: dict) -> None:
     "Free the draft sequences of requests that no longer run (finished, cancelled, preempted)"
-    running = self.llm.scheduler.running
     for rid in [r for r in self.confirmed if r not in running]:
         self.bm.free(rid); del self.confirmed[rid]; self.guessed.pop(rid, None); self.q.pop(rid, None)
 
@@ -242,7 +240,7 @@ def reset(self) -> None:
 @patch_to(DraftModelSpeculator)
 def _copy(self, copies: list) -> None:
     "Zero the draft pool's fresh blocks, then run its copy-on-write copies (rare: no draft shares a tail)"
-    zero_blocks(self.kv, self.bm.pop_fresh_blocks(), self.llm.device)
+    zero_blocks(self.kv, self.bm.pop_fresh_blocks(), self.device)
     for src, dst in copies:
         for k, v in self.kv: k[dst] = k[src]; v[dst] = v[src]
     self.bm.copies_done()
@@ -270,15 +268,15 @@ def _sync(self, req) -> int | None:
 @torch.inference_mode()
 def _forward(self, items: list) -> torch.Tensor:
     "The draft's float32 logits after the last token of each `(request, tokens, start)`, its K/V written"
-    zero_blocks(self.kv, self.bm.pop_fresh_blocks(), self.llm.device)
+    zero_blocks(self.kv, self.bm.pop_fresh_blocks(), self.device)
     ids, pos, slots, tables, ctx, cu = [], [], [], [], [], [0]
     for req, toks, s in items:
         ids += toks; pos += range(s, s + len(toks)); slots += self.bm.slots(req.request_id, s, s + len(toks))
         tables.append(self.bm.block_table(req.request_id))
         ctx.append(s + len(toks)); cu.append(cu[-1] + len(toks))
     lens = [len(r.prompt_token_ids) for r, _, _ in items] if self.draft.dynamic_rope else None
-    meta = batch_metadata(pos, slots, tables, ctx, cu, self.llm.device, lens)
-    ids = torch.tensor(ids, dtype=torch.int64, device=self.llm.device)
+    meta = batch_metadata(pos, slots, tables, ctx, cu, self.device, lens)
+    ids = torch.tensor(ids, dtype=torch.int64, device=self.device)
     hidden = self.draft(ids, meta, self.kv, self.backend, last_of=list(range(len(items))))
     return self.draft.compute_logits(hidden)
 
@@ -293,10 +291,10 @@ def _draw(logits: torch.Tensor, params, generator) -> tuple[int, torch.Tensor | 
 @patch_to(DraftModelSpeculator)
 def _guess_step(self, live: list, logits: torch.Tensor, out: dict) -> list:
     "Draw each live request's next guess; those that want more feed it (one slot each): the next live list"
-    nxt, groups = [], self.llm._groups
+    nxt, groups = [], self.groups
     for (r, k), row in zip(live, logits):
         g, mine = groups[r.request_id[0]], out[r.request_id]
-        try: tok, q = _draw(row, g['params'], g['generators'][r.request_id[1]])
+        try: tok, q = _draw(row, g.params, g.generators[r.request_id[1]])
         except Exception: continue                                  # a draft that fails guesses no more
         mine[0].append(tok); mine[1].append(q)
         if len(mine[0]) == k: continue
@@ -309,6 +307,7 @@ def _guess_step(self, live: list, logits: torch.Tensor, out: dict) -> list:
 def guess(self, reqs: list, ks: list[int]) -> None:
     "Catch each draft sequence up and draw its first guess in one pass, then one pass per further guess"
     P, live, items, out = self.draft.config.max_position_embeddings, [], [], {}
+    by_id = {r.request_id: r for r in reqs}
     for r, k in zip(reqs, ks):
         start = self._sync(r)
         if start is None or start == r.num_tokens: continue      # no room, or nothing new since
@@ -323,5 +322,5 @@ def guess(self, reqs: list, ks: list[int]) -> None:
         feed = [(r, out[r.request_id][0][-1:], r.num_tokens + len(out[r.request_id][0]) - 1) for r, _ in live]
         if feed: logits = self._forward(feed)
     for rid, (toks, qs) in out.items():
-        self.llm.scheduler.running[rid].spec_token_ids = toks
+        by_id[rid].spec_token_ids = toks
         if qs and qs[0] is not None: self.q[rid] = torch.stack(qs)

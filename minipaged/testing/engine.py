@@ -7,7 +7,7 @@ Docs: https://minipaged.github.io/minipaged/isolation_and_faults.html.md"""
 # %% ../../nbs/10_isolation_and_faults.ipynb #59386d36
 from __future__ import annotations
 import gc, os, random, resource
-from ..engine.llm import LLM
+from ..llm import LLM
 from ..engine.sampler import SamplingParams
 from ..engine.scheduler import check_scheduler
 
@@ -33,16 +33,16 @@ def serve_alone(model, prompt, params: SamplingParams) -> list[list[int]]:
 def _check_accounted(llm: LLM) -> None:
     "Every request accounted for once: the scheduler's and the engine's agree; every ended one is reported"
     s = llm.scheduler
-    samples = {r.request_id: r for g in llm._groups.values() for r in g['samples']}
+    samples = {r.request_id: r for g in llm.core.groups.values() for r in g.samples}
     assert set(s.requests) == {sid for sid, r in samples.items() if not r.finished}, (
         "the scheduler's requests and the engine's disagree")
     to_report = {r.request_id[0] for r in s.finished}   # ended since the last step (cancelled, say): next
     assert all(r.finished and samples.get(r.request_id) is r for r in s.finished), (
         "a finished request no one will report")
-    for rid, g in llm._groups.items():
-        assert rid in to_report or not all(r.finished for r in g['samples']), (
+    for rid, g in llm.core.groups.items():
+        assert rid in to_report or not g.finished, (
             f"request {rid!r} has finished but will never be reported")
-        assert len(g['samples']) <= g['params'].n and all(r.request_id[0] == rid for r in g['samples']), (
+        assert len(g.samples) <= g.params.n and all(r.request_id[0] == rid for r in g.samples), (
             f"request {rid!r}: a foreign sample")
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #b3941507
@@ -101,7 +101,7 @@ def run_case(model, case: dict, max_steps: int = 2000, **settings) -> dict:
     while pending or llm.has_unfinished_requests():
         _arrivals(llm, pending, ids, step)
         for rid, r in ids.items():
-            if r['cancel'] == step and rid in llm._groups: llm.abort(rid)
+            if r['cancel'] == step and rid in llm.core.groups: llm.abort(rid)
         outs |= {o.request_id: o for o in llm.step() if o.finished}
         check_engine(llm)
         step += 1
@@ -164,8 +164,9 @@ def fingerprint(llm: LLM) -> tuple:
     """What a refused call must not change: the requests the engine and the scheduler hold, the queues, the
     pool and its counters"""
     s = llm.scheduler
-    return (tuple(llm._groups), tuple(s.requests), tuple(r.request_id for r in s.waiting), tuple(s.running),
-            tuple(s.counters.items()), tuple(llm.block_manager.metrics().items()), len(llm._stash))
+    return (tuple(llm.core.groups), tuple(s.requests), tuple(r.request_id for r in s.waiting),
+            tuple(s.running),
+            tuple(s.counters.items()), tuple(llm.block_manager.metrics().items()), len(llm.core.stash))
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #27d9f351
 def refusal(llm: LLM, call) -> tuple[str, bool]:
