@@ -8,14 +8,16 @@ Docs: https://minipaged.github.io/minipaged/online_serving.html.md"""
 from __future__ import annotations
 import asyncio, logging, queue, threading, time
 from dataclasses import dataclass
-from ..utils import check_number, check_positive, patch_to
+from collections.abc import Iterator
+from ..utils import check_number, check_positive
 from ..llm import LLM
 from ..bench.runner import run_config
 from .protocol import _named_field, APIError
 from .metrics import ServerMetrics
 
 # %% auto #0
-__all__ = ['log', 'MAX_FAILED_STEPS', 'Submission', 'AsyncEngine']
+__all__ = ['log', 'MAX_FAILED_STEPS', 'Submission', 'Inbox', 'Outbox', 'bound_refusal', 'add_all', 'Admission', 'publish',
+           'AsyncEngine']
 
 # %% ../../nbs/12_online_serving.ipynb #72b7919c
 log = logging.getLogger('minipaged.serve')
@@ -46,6 +48,167 @@ def _settle(fut: asyncio.Future, error) -> None:
     if error is None: fut.set_result(None)
     else: fut.set_exception(error)
 
+# %% ../../nbs/12_online_serving.ipynb #0cf609a4
+class Inbox:
+    "Commands from the handlers to the worker: submissions (refused once closed) and cancellations"
+    def __init__(self):
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.door = threading.Lock()       # `send` and `close` take turns: nothing slips in after closing
+        self.closed = False                # once set, `send` refuses: nobody would answer
+
+    def send(self, cmd: tuple) -> None:
+        "Put a command in; a 503 once the inbox is closed"
+        with self.door:
+            if self.closed: raise APIError(503, "the engine is not running")
+            self.queue.put(cmd)
+
+    def post(self, cmd: tuple) -> None:
+        "Put a command in, closed or not: a cancellation or a wake-up, which a stopped worker ignores"
+        self.queue.put(cmd)
+
+    def take(self, wait: bool) -> Iterator[tuple]:
+        "Every command in the inbox, in order, until it is empty; with `wait`, first wait (briefly) for one"
+        try: cmd = self.queue.get(timeout=0.25) if wait else self.queue.get_nowait()
+        except queue.Empty: return
+        while True:
+            yield cmd
+            try: cmd = self.queue.get_nowait()
+            except queue.Empty: return
+
+    def close(self, gone: APIError) -> None:
+        "Close the door; each submission still inside hears `gone`"
+        with self.door: self.closed = True
+        for cmd in self.take(wait=False):
+            if cmd[0] == 'submit': _to_loop(cmd[1].loop, _settle, cmd[1].admitted, gone)
+
+# %% ../../nbs/12_online_serving.ipynb #500b7206
+def _run_all(calls: list) -> None:
+    "On the handlers' loop: make each call (put an output in its queue)"
+    for fn, *args in calls: fn(*args)
+
+class Outbox:
+    "A step's deliveries: the calls for each event loop, handed over at the step's end in one call per loop"
+    def __init__(self): self.calls: dict = {}         # event loop -> the calls of this step
+
+    def add(self, loop, fn, *args) -> None:
+        "Make `fn(*args)` on `loop` at the next flush"
+        self.calls.setdefault(loop, []).append((fn, *args))
+
+    def put(self, sub: Submission, item) -> None:
+        "Put `item` (an output, or the error that ends the request) in `sub`'s queue at the next flush"
+        self.add(sub.loop, sub.outputs.put_nowait, item)
+
+    def flush(self) -> None:
+        "Hand each event loop its calls in one go: one wake-up per step, not one per token"
+        for loop, calls in self.calls.items(): _to_loop(loop, _run_all, calls)
+        self.calls = {}
+
+# %% ../../nbs/12_online_serving.ipynb #5e1c0a2b
+def bound_refusal(n: int, waiting: int, max_waiting: int) -> APIError | None:
+    "The error refusing `n` more requests beside `waiting` ones under the bound `max_waiting`, or None"
+    if n > max_waiting:                               # never admissible: not a matter of retrying
+        return APIError(400, f"prompt: {n} prompts in one request, more than max_waiting ({max_waiting})",
+                        'prompt')
+    if waiting + n > max_waiting:
+        return APIError(503, f"server overloaded: {waiting} requests are waiting (at most {max_waiting}); "
+                             "retry later")
+    return None
+
+# %% ../../nbs/12_online_serving.ipynb #d52305bf
+def add_all(llm: LLM, sub: Submission) -> APIError | None:
+    "Add a submission's requests to the engine, all or none; the error refusing them, or None"
+    added = []
+    try:
+        for rid, prompt in zip(sub.rids, sub.prompts):
+            llm.add_request(prompt, sub.params, request_id=rid, arrival_time=sub.arrival,
+                            cache_salt=sub.cache_salt, priority=sub.priority)
+            added.append(rid)
+    except Exception as e:                             # refused (or failed): none of them runs
+        for rid in added: llm.abort(rid)
+        where = f"prompt[{len(added)}]: " if len(sub.rids) > 1 else ''
+        if not isinstance(e, ValueError):
+            log.exception("add_request failed"); where += f"{type(e).__name__}: "
+        return APIError(400 if isinstance(e, ValueError) else 500, where + str(e), _named_field(str(e)))
+    return None
+
+# %% ../../nbs/12_online_serving.ipynb #8e21e2f3
+def _mark_timeout(out, seconds: float) -> None:
+    "A timed-out request's samples end 'timeout', with the limit as their error"
+    for c in out.outputs:
+        if c.finish_reason == 'cancelled':
+            c.finish_reason, c.error = 'timeout', f"request timeout: still running after {seconds:g} s"
+
+# %% ../../nbs/12_online_serving.ipynb #44b61dd7
+class Admission:
+    "The worker's books: the live engine requests, whose they are, their time limits; the worker's alone"
+    def __init__(self, llm: LLM, metrics: ServerMetrics):
+        self.llm, self.metrics = llm, metrics
+        self.live: dict = {}               # engine request id -> (its Submission, its time limit or None)
+        self.timed_out: set = set()        # live requests cancelled for their deadline
+
+    def admit(self, sub: Submission, max_waiting: int, timeout: float | None) -> None:
+        "Add a submission's requests to the engine (all or none) and to the books; answer it"
+        error = bound_refusal(len(sub.rids), len(self.llm.scheduler.waiting), max_waiting)
+        if error is None: error = add_all(self.llm, sub)
+        elif error.status == 503: self.metrics.count('requests_refused')
+        if error is None: self.live.update((rid, (sub, timeout)) for rid in sub.rids)
+        _to_loop(sub.loop, _settle, sub.admitted, error)
+
+    def _abort(self, rid: str, error: str | None = None) -> bool:
+        "Abort `rid` in the engine; False if it has already finished (its output on the way)"
+        try: self.llm.abort(rid, error=error)
+        except ValueError: return False
+        return True
+
+    def cancel(self, rids: list) -> None:
+        "Cancel those of `rids` still live"
+        for rid in rids:
+            if rid in self.live: self._abort(rid)
+
+    def expire(self, now: float) -> None:
+        "Cancel the live requests past their deadline; their final outputs will read 'timeout'"
+        for rid, (sub, limit) in list(self.live.items()):
+            if limit is not None and now > sub.arrival + limit and rid not in self.timed_out:
+                self.timed_out.add(rid); self._abort(rid)
+
+    def deliver(self, out, outbox: Outbox) -> None:
+        "Send one engine output to its request's queue; a final one leaves the books and is counted"
+        entry = self.live.get(out.request_id)
+        if entry is None: return                       # refused at admission: nobody waits for it
+        if out.finished:
+            del self.live[out.request_id]
+            if out.request_id in self.timed_out:
+                self.timed_out.discard(out.request_id); _mark_timeout(out, entry[1])
+            self.metrics.observe(out, out.outputs[0].finish_reason if out.outputs else 'unknown')
+        outbox.put(entry[0], out)
+
+    def fail(self, rids: set, error: str, outbox: Outbox) -> None:
+        "End the live ones of `rids` 'aborted' with `error`; one that finished in the failed step gets a 500"
+        for rid in rids & set(self.live):
+            if not self._abort(rid, error):            # its output was lost with the step
+                outbox.put(self.live.pop(rid)[0], APIError(500, error))
+
+    def end(self, gone: APIError) -> None:
+        "Forget every live request; each submission still waiting hears `gone`"
+        for sub in {id(s): s for s, _ in self.live.values()}.values():
+            _to_loop(sub.loop, sub.outputs.put_nowait, gone)
+        self.live.clear()
+
+# %% ../../nbs/12_online_serving.ipynb #7b74acc2
+def publish(llm: LLM, metrics: ServerMetrics, steps: int) -> None:
+    "Copy the engine's state (queues, KV blocks, prefix-cache hits, preemptions) and `steps` into `metrics`"
+    sch, bm = llm.scheduler, llm.block_manager.metrics()
+    looked_up = bm['prefix_query_tokens']
+    gauges = dict(num_requests_running=len(sch.running), num_requests_waiting=len(sch.waiting),
+                  kv_blocks_used=bm['used'], kv_blocks_cached=bm['cached'], kv_blocks_free=bm['free'],
+                  kv_blocks_high_water=bm['high_water'],
+                  prefix_cache_hit_rate=bm['prefix_hit_tokens'] / looked_up if looked_up else 0.0)
+    with metrics.lock:
+        metrics.gauges.update(gauges)
+        c = metrics.counters
+        c['engine_steps'], c['num_preemptions'] = steps, sch.counters['preemptions']
+        c['prefix_cache_queries'], c['prefix_cache_hits'] = looked_up, bm['prefix_hit_tokens']
+
 # %% ../../nbs/12_online_serving.ipynb #3ec63c51
 class AsyncEngine:
     "An `LLM` driven by one background thread; asyncio code submits, aborts and reads outputs, never calls it"
@@ -55,14 +218,10 @@ class AsyncEngine:
         self.request_timeout = None if request_timeout is None else check_number(
             'request_timeout', request_timeout, 0, low_open=True)
         self.metrics = ServerMetrics(run_config(llm))
-        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._live: dict = {}              # engine request id -> (its Submission, its deadline); the worker's
-        self._timed_out: set = set()
-        self._outbox: dict = {}            # event loop -> the calls of this step, made at its end
+        self.inbox, self.outbox = Inbox(), Outbox()
+        self.books = Admission(llm, self.metrics)         # the worker's alone, like the engine
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._door = threading.Lock()      # `submit` and `_close` take turns at the inbox
-        self._closed = False               # once set, `submit` refuses: nobody would answer
         self._failures = 0                 # engine steps failed in a row
         self.steps = 0                     # steps begun; `abort` reads it, to measure how soon a cancel lands
         self.abort_lag_steps = 0           # most steps begun between a cancel's sending and its landing: 0
@@ -73,206 +232,77 @@ class AsyncEngine:
         "Whether the worker runs and nothing has killed it"
         return self._thread is not None and self._thread.is_alive() and self.error is None
 
-# %% ../../nbs/12_online_serving.ipynb #0cf609a4
-@patch_to(AsyncEngine)
-async def submit(self, rids: list, prompts: list, params, cache_salt=None,
-                 priority: int = 0) -> asyncio.Queue:
-    "Hand the worker one HTTP request's prompts; the queue their outputs arrive on, or the APIError refusing"
-    loop = asyncio.get_running_loop()
-    sub = Submission(list(rids), list(prompts), params, cache_salt, priority, time.perf_counter(), loop,
-                     loop.create_future(), asyncio.Queue())
-    with self._door:
-        if self._closed or not self.alive: raise APIError(503, "the engine is not running")
-        self._inbox.put(('submit', sub))
-    try: await sub.admitted
-    except asyncio.CancelledError:                     # the client left while the worker admitted it
-        self.abort(rids); raise
-    return sub.outputs
+    async def submit(self, rids: list, prompts: list, params, cache_salt=None,
+                     priority: int = 0) -> asyncio.Queue:
+        "Hand the worker one HTTP request's prompts; the queue of their outputs, or the APIError refusing"
+        loop = asyncio.get_running_loop()
+        sub = Submission(list(rids), list(prompts), params, cache_salt, priority, time.perf_counter(), loop,
+                         loop.create_future(), asyncio.Queue())
+        if not self.alive: raise APIError(503, "the engine is not running")
+        self.inbox.send(('submit', sub))
+        try: await sub.admitted
+        except asyncio.CancelledError:                 # the client left while the worker admitted it
+            self.abort(rids); raise
+        return sub.outputs
 
-@patch_to(AsyncEngine)
-def abort(self, rids) -> None:
-    "Ask the worker to cancel the engine requests `rids` (those unfinished) before its next step; never waits"
-    self._inbox.put(('abort', list(rids), self.steps))
+    def abort(self, rids) -> None:
+        "Ask the worker to cancel the engine requests `rids` (if unfinished) before its next step; no wait"
+        self.inbox.post(('abort', list(rids), self.steps))
 
-# %% ../../nbs/12_online_serving.ipynb #500b7206
-def _run_all(calls: list) -> None:
-    "On the handlers' loop: make each call (put an output in its queue)"
-    for fn, *args in calls: fn(*args)
+    def start(self) -> AsyncEngine:
+        "Start the worker thread (once)"
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name='minipaged-engine', daemon=True)
+            self._thread.start()
+        return self
 
-@patch_to(AsyncEngine)
-def _flush(self) -> None:
-    "Hand the outbox to each event loop in one call: one wake-up per step, not one per token"
-    for loop, calls in self._outbox.items(): _to_loop(loop, _run_all, calls)
-    self._outbox = {}
+    def stop(self, timeout: float = 30.0) -> None:
+        "Stop the worker: the live requests end, the thread is joined"
+        self._stopping.set(); self.inbox.post(('wake',))
+        if self._thread is not None: self._thread.join(timeout)
 
-# %% ../../nbs/12_online_serving.ipynb #d52305bf
-@patch_to(AsyncEngine)
-def _admit(self, sub: Submission) -> None:
-    "Add a submission's requests to the engine, all or none; answer it"
-    waiting = len(self.llm.scheduler.waiting)
-    if len(sub.rids) > self.max_waiting:              # never admissible: not a matter of retrying
-        return _to_loop(sub.loop, _settle, sub.admitted, APIError(
-            400, f"prompt: {len(sub.rids)} prompts in one request, more than max_waiting "
-                 f"({self.max_waiting})", 'prompt'))
-    if waiting + len(sub.rids) > self.max_waiting:
-        self.metrics.count('requests_refused')
-        busy = f"server overloaded: {waiting} requests are waiting (at most {self.max_waiting}); retry later"
-        return _to_loop(sub.loop, _settle, sub.admitted, APIError(503, busy))
-    added = []
-    try:
-        for rid, prompt in zip(sub.rids, sub.prompts):
-            self.llm.add_request(prompt, sub.params, request_id=rid, arrival_time=sub.arrival,
-                                 cache_salt=sub.cache_salt, priority=sub.priority)
-            added.append(rid)
-    except Exception as e:                             # refused (or failed): none of them runs
-        for rid in added: self.llm.abort(rid)
-        where = f"prompt[{len(added)}]: " if len(sub.rids) > 1 else ''
-        if not isinstance(e, ValueError):
-            log.exception("add_request failed"); where += f"{type(e).__name__}: "
-        error = APIError(400 if isinstance(e, ValueError) else 500, where + str(e), _named_field(str(e)))
-        return _to_loop(sub.loop, _settle, sub.admitted, error)
-    deadline = None if self.request_timeout is None else sub.arrival + self.request_timeout
-    for rid in added: self._live[rid] = (sub, deadline)
-    _to_loop(sub.loop, _settle, sub.admitted, None)
+    def _run(self) -> None:
+        "The worker's loop: inbox, deadlines, step; until `stop`"
+        try:
+            while not self._stopping.is_set():
+                for cmd in self.inbox.take(wait=not self.llm.has_unfinished_requests()): self._apply(cmd)
+                if self.request_timeout is not None: self.books.expire(time.perf_counter())
+                if self.llm.has_unfinished_requests(): self._step()
+        except BaseException as e:                     # the worker itself broke: say so, and end everyone
+            self.error = e; log.exception("the engine worker stopped")
+        finally: self._close()
 
-# %% ../../nbs/12_online_serving.ipynb #44b61dd7
-@patch_to(AsyncEngine)
-def _cancel(self, rids: list, sent_at: int) -> None:
-    "Cancel those of `rids` still running; how many steps the cancellation waited is recorded"
-    for rid in rids:
-        if rid in self._live:
-            try: self.llm.abort(rid)
-            except ValueError: pass                    # already finished, its output on the way
-    self.abort_lag_steps = max(self.abort_lag_steps, self.steps - sent_at)
+    def _apply(self, cmd: tuple) -> None:
+        "One command from the inbox: admit a submission, or cancel requests (recording how late it landed)"
+        if cmd[0] == 'submit': self.books.admit(cmd[1], self.max_waiting, self.request_timeout)
+        elif cmd[0] == 'abort':
+            self.books.cancel(cmd[1]); self.abort_lag_steps = max(self.abort_lag_steps, self.steps - cmd[2])
 
-@patch_to(AsyncEngine)
-def _drain(self, wait: bool) -> None:
-    "Apply every command in the inbox; with `wait`, first wait (briefly) for one"
-    try: cmd = self._inbox.get(timeout=0.25) if wait else self._inbox.get_nowait()
-    except queue.Empty: return
-    while True:
-        if cmd[0] == 'submit': self._admit(cmd[1])
-        elif cmd[0] == 'abort': self._cancel(cmd[1], cmd[2])
-        try: cmd = self._inbox.get_nowait()
-        except queue.Empty: return
+    def _step(self) -> None:
+        "One engine step and its deliveries; MAX_FAILED_STEPS failed in a row stop the worker"
+        before, self.steps = self.llm.last_batch, self.steps + 1
+        try: outs = self.llm.step()
+        except Exception as e:
+            self._failures += 1
+            if self._failures >= MAX_FAILED_STEPS: raise
+            batch = self.llm.last_batch                # unchanged: the planning failed, every live one ends
+            rids = {r.request_id[0] for r in batch.requests} if batch is not before else set(self.books.live)
+            log.exception("engine step failed; ending the %d requests of that step", len(rids))
+            self.metrics.count('engine_errors')
+            self.books.fail(rids, f"engine step failed: {type(e).__name__}: {e}", self.outbox)
+            return self.outbox.flush()
+        self._failures = 0
+        for out in outs: self.books.deliver(out, self.outbox)
+        self.outbox.flush(); publish(self.llm, self.metrics, self.steps)
 
-# %% ../../nbs/12_online_serving.ipynb #8e21e2f3
-@patch_to(AsyncEngine)
-def _expire(self, now: float) -> None:
-    "Cancel the live requests past their deadline"
-    for rid, (_, deadline) in list(self._live.items()):
-        if deadline is not None and now > deadline and rid not in self._timed_out:
-            self._timed_out.add(rid)
-            try: self.llm.abort(rid)
-            except ValueError: pass                    # it finished this step
-
-def _mark_timeout(out, seconds: float) -> None:
-    "A timed-out request's samples end 'timeout', with the limit as their error"
-    for c in out.outputs:
-        if c.finish_reason == 'cancelled':
-            c.finish_reason, c.error = 'timeout', f"request timeout: still running after {seconds:g} s"
-
-# %% ../../nbs/12_online_serving.ipynb #d8776676
-@patch_to(AsyncEngine)
-def _deliver(self, out) -> None:
-    "Send one engine output to its request's queue; a final one leaves the live set and is counted"
-    entry = self._live.get(out.request_id)
-    if entry is None: return                           # refused at admission: nobody waits for it
-    sub = entry[0]
-    if out.finished:
-        del self._live[out.request_id]
-        if out.request_id in self._timed_out:
-            self._timed_out.discard(out.request_id); _mark_timeout(out, self.request_timeout)
-        self.metrics.observe(out, out.outputs[0].finish_reason if out.outputs else 'unknown')
-    self._outbox.setdefault(sub.loop, []).append((sub.outputs.put_nowait, out))
-
-# %% ../../nbs/12_online_serving.ipynb #7b74acc2
-@patch_to(AsyncEngine)
-def _publish(self) -> None:
-    "Copy the engine's state (queues, KV blocks, prefix-cache hits, preemptions) into the metrics"
-    sch, bm = self.llm.scheduler, self.llm.block_manager.metrics()
-    looked_up = bm['prefix_query_tokens']
-    gauges = dict(num_requests_running=len(sch.running), num_requests_waiting=len(sch.waiting),
-                  kv_blocks_used=bm['used'], kv_blocks_cached=bm['cached'], kv_blocks_free=bm['free'],
-                  kv_blocks_high_water=bm['high_water'],
-                  prefix_cache_hit_rate=bm['prefix_hit_tokens'] / looked_up if looked_up else 0.0)
-    with self.metrics.lock:
-        self.metrics.gauges.update(gauges)
-        c = self.metrics.counters
-        c['engine_steps'], c['num_preemptions'] = self.steps, sch.counters['preemptions']
-        c['prefix_cache_queries'], c['prefix_cache_hits'] = looked_up, bm['prefix_hit_tokens']
-
-# %% ../../nbs/12_online_serving.ipynb #fe27ea92
-@patch_to(AsyncEngine)
-def _step(self) -> None:
-    """One engine step and its deliveries. A step that raises ends its requests 'aborted' and the loop goes
-    on; MAX_FAILED_STEPS in a row stop the worker"""
-    before, self.steps = self.llm.last_batch, self.steps + 1
-    try: outs = self.llm.step()
-    except Exception as e:
-        self._failures += 1
-        if self._failures >= MAX_FAILED_STEPS: raise
-        batch = self.llm.last_batch
-        rids = {r.request_id[0] for r in batch.requests} if batch is not before else set(self._live)
-        log.exception("engine step failed; ending the %d requests of that step", len(rids))
-        self.metrics.count('engine_errors')
-        error = f"engine step failed: {type(e).__name__}: {e}"
-        for rid in rids & set(self._live):
-            try: self.llm.abort(rid, error=error)
-            except ValueError:                         # it finished in the failed step: its output is lost
-                sub = self._live.pop(rid)[0]
-                self._outbox.setdefault(sub.loop, []).append((sub.outputs.put_nowait, APIError(500, error)))
-        return self._flush()
-    self._failures = 0
-    for out in outs: self._deliver(out)
-    self._flush(); self._publish()
-
-# %% ../../nbs/12_online_serving.ipynb #be9c06c6
-@patch_to(AsyncEngine)
-def _run(self) -> None:
-    "The worker's loop: inbox, deadlines, step; until `stop`"
-    try:
-        while not self._stopping.is_set():
-            self._drain(wait=not self.llm.has_unfinished_requests())
-            if self.request_timeout is not None: self._expire(time.perf_counter())
-            if self.llm.has_unfinished_requests(): self._step()
-    except BaseException as e:                         # the worker itself broke: say so, and end everyone
-        self.error = e; log.exception("the engine worker stopped")
-    finally: self._close()
-
-@patch_to(AsyncEngine)
-def _close(self) -> None:
-    """Stopping: every live request is cancelled and its client hears why; one the engine can no longer step
-    gets the error instead"""
-    for rid in list(self._live):
-        try: self.llm.abort(rid)
-        except ValueError: pass
-    try:
-        while self._live and self.llm.has_unfinished_requests():
-            for out in self.llm.step(): self._deliver(out)
-    except Exception: log.exception("could not deliver the last outputs")
-    self._flush()
-    gone = APIError(503, f"the engine stopped: {self.error}" if self.error else "the server is stopping")
-    for sub in {id(s): s for s, _ in self._live.values()}.values():
-        _to_loop(sub.loop, sub.outputs.put_nowait, gone)
-    self._live.clear()
-    with self._door: self._closed = True               # from here `submit` refuses; what is queued hears why
-    while True:
-        try: cmd = self._inbox.get_nowait()
-        except queue.Empty: break
-        if cmd[0] == 'submit': _to_loop(cmd[1].loop, _settle, cmd[1].admitted, gone)
-
-# %% ../../nbs/12_online_serving.ipynb #b3cda79c
-@patch_to(AsyncEngine)
-def start(self) -> AsyncEngine:
-    "Start the worker thread (once)"
-    if self._thread is None:
-        self._thread = threading.Thread(target=self._run, name='minipaged-engine', daemon=True)
-        self._thread.start()
-    return self
-
-@patch_to(AsyncEngine)
-def stop(self, timeout: float = 30.0) -> None:
-    "Stop the worker: the live requests end, the thread is joined"
-    self._stopping.set(); self._inbox.put(('wake',))
-    if self._thread is not None: self._thread.join(timeout)
+    def _close(self) -> None:
+        "Stopping: every live request is cancelled and hears why (the error, if the engine cannot step)"
+        self.books.cancel(list(self.books.live))
+        try:
+            while self.books.live and self.llm.has_unfinished_requests():
+                for out in self.llm.step(): self.books.deliver(out, self.outbox)
+        except Exception: log.exception("could not deliver the last outputs")
+        self.outbox.flush()
+        gone = APIError(503, f"the engine stopped: {self.error}" if self.error else "the server is stopping")
+        self.books.end(gone)
+        self.inbox.close(gone)                         # from here `submit` refuses; what is queued hears why
