@@ -32,7 +32,7 @@ from .utils import check_bool
 __all__ = ['collect', 'cancel', 'generate', 'chat_prompt', 'chat_prompts', 'engine_settings', 'make_allocator', 'load_ranks',
            'speculation', 'make_speculator', 'LLM']
 
-# %% ../nbs/08_engine.ipynb #4c1c6062
+# %% ../nbs/08_engine.ipynb #4bfb6ffd
 def collect(core: EngineCore, ids: list, bar=None) -> dict:
     "Step until every request of `ids` finished: their outputs by id (others' finished ones kept for `step`)"
     results, wanted = {}, set(ids)
@@ -43,6 +43,7 @@ def collect(core: EngineCore, ids: list, bar=None) -> dict:
             if bar: bar.update(1)
     return results
 
+# %% ../nbs/08_engine.ipynb #018ac2fb
 def cancel(core: EngineCore, ids: list) -> None:
     "Abort every request of `ids` still unfinished; finished outputs that are not ours are kept for `step`"
     for rid in ids:
@@ -50,6 +51,7 @@ def cancel(core: EngineCore, ids: list) -> None:
     mine = set(ids)
     core.stash += [o for o in core.drain_finished() if o.request_id not in mine]
 
+# %% ../nbs/08_engine.ipynb #67dd22c2
 def generate(core: EngineCore, checked: list, use_tqdm: bool | None = None) -> list[RequestOutput]:
     "Add every checked request, step until all are done; one `RequestOutput` each, in input order"
     ids, bar = [], None
@@ -65,7 +67,7 @@ def generate(core: EngineCore, checked: list, use_tqdm: bool | None = None) -> l
         if bar: bar.close()
     return [results[i] for i in ids]
 
-# %% ../nbs/08_engine.ipynb #f3a1bf9c
+# %% ../nbs/08_engine.ipynb #0a954669
 def chat_prompt(tokenizer, messages, chat_template: str | None = None,
                 add_generation_prompt: bool = True) -> dict:
     """One conversation as a prompt dict: the rendered text and its ids (no special tokens added again); the
@@ -82,6 +84,7 @@ def chat_prompt(tokenizer, messages, chat_template: str | None = None,
     text = render_chat(template, messages, add_generation_prompt, tokenizer.special_tokens, source)
     return dict(prompt_token_ids=tokenizer.encode(text, add_special_tokens=False), prompt=text)
 
+# %% ../nbs/08_engine.ipynb #9ca5e09f
 def chat_prompts(tokenizer, messages, chat_template: str | None, add_generation_prompt: bool) -> list[dict]:
     "The prompt dicts of one conversation (a list of {'role', 'content'} dicts) or of each of a list of them"
     many = (isinstance(messages, (list, tuple)) and bool(messages)
@@ -120,13 +123,14 @@ def make_allocator(cfg: EngineConfig, shape, model_id: str, model_version: str):
                           kv_layout=layout)
     return BlockManager(n, B, enable_prefix_caching=cfg.enable_prefix_caching, context=ctx, record_fresh=True)
 
-# %% ../nbs/08_engine.ipynb #c1ebd649
+# %% ../nbs/08_engine.ipynb #1e4a9a12
 def load_ranks(model, cfg: EngineConfig, tokenizer):
     "The model to serve and the other ranks' workers: chapter 13's for `tensor_parallel_size` > 1, else none"
     if cfg.tensor_parallel_size == 1: return load_for_serving(model, cfg.dtype, tokenizer, cfg.device), None
     from minipaged.parallel.engine import load_parallel         # chapter 13 plugs in here
     return load_parallel(model, cfg, tokenizer)
 
+# %% ../nbs/08_engine.ipynb #f414ebf3
 def speculation(cfg: EngineConfig) -> tuple:
     "`cfg` with its speculative_config checked (chapter 11), the guesses per request and the draft's shape"
     if cfg.speculative_config is None: return cfg, 0, None
@@ -135,6 +139,7 @@ def speculation(cfg: EngineConfig) -> tuple:
     draft = draft_shape(spec.model) if spec.method == 'draft_model' else None
     return replace(cfg, speculative_config=spec), spec.num_speculative_tokens, draft
 
+# %% ../nbs/08_engine.ipynb #870a18fc
 def make_speculator(cfg: EngineConfig, runner: ModelRunner):
     "Chapter 11's speculator if the config asks for one, else None (the core then guesses nothing)"
     if cfg.speculative_config is None: return None

@@ -32,7 +32,7 @@ class NoSpeculation:
     def accept(self, req, logits, params, generator): raise RuntimeError('no speculator: nothing was guessed')
     def release(self, running: dict) -> None: pass
 
-# %% ../../nbs/08_engine.ipynb #8093f558
+# %% ../../nbs/08_engine.ipynb #3ad77dfc
 def fork_samples(scheduler, req: Request, g: RequestGroup, forks: list) -> list[Request]:
     "Fork a prompt that just completed into the samples it lacks; it and the forks that run now"
     samples = [req]
@@ -44,6 +44,7 @@ def fork_samples(scheduler, req: Request, g: RequestGroup, forks: list) -> list[
         if child.status is Status.RUNNING: samples.append(child)   # one left waiting computes it later
     return samples
 
+# %% ../../nbs/08_engine.ipynb #cac9f3c2
 def logprob_extras(logits, rows: list, params: list, targets: list, tokens: list) -> dict:
     """{sample id: its logprob entries (None if it did not ask)} for the samples that asked for logprobs or
     stop strings and got a token"""
@@ -54,7 +55,7 @@ def logprob_extras(logits, rows: list, params: list, targets: list, tokens: list
                                           [params[i].logprobs for i in lp]))) if lp else {}
     return {targets[i]: entries.get(i) for i in want}
 
-# %% ../../nbs/08_engine.ipynb #cea6aa2b
+# %% ../../nbs/08_engine.ipynb #163d149d
 def sample_step(scheduler, groups: dict, done: list[Request], logits, forks: list) -> tuple[dict, dict, dict]:
     """Fork the prompts that finished with n > 1, then one token per running sample: ({sample id: token},
     {sample id: error}, {sample id: logprob entries} of those that want more)"""
@@ -72,6 +73,7 @@ def sample_step(scheduler, groups: dict, done: list[Request], logits, forks: lis
               for t, x in zip(targets, tokens) if isinstance(x, Exception)}
     return ok, failed, logprob_extras(logits, rows, params, targets, tokens)
 
+# %% ../../nbs/08_engine.ipynb #73d0a7af
 def verify_step(speculator, groups: dict, batch: ScheduledBatch, logits, offset: int, sampled: dict,
                 failed: dict, extras: dict) -> dict:
     """Accept or reject each verifying row's guesses against its rows of `logits` from `offset` (chapter 11):
@@ -89,7 +91,7 @@ def verify_step(speculator, groups: dict, batch: ScheduledBatch, logits, offset:
         elif g.params.stop: extras[sid] = None
     return counts
 
-# %% ../../nbs/08_engine.ipynb #2d05a698
+# %% ../../nbs/08_engine.ipynb #9fdc9548
 def check_stop(scheduler, g: RequestGroup, r: Request, tokenizer, now: float, new: int = 1) -> None:
     """Bring sample r's text up to date, its `new` tokens one at a time; at a stop string it ends 'stop', the
     string its stop_reason, the tokens after it dropped"""
@@ -111,6 +113,7 @@ def check_stop(scheduler, g: RequestGroup, r: Request, tokenizer, now: float, ne
     if r.finished: r.finish_reason = FinishReason.STOP          # at its last token: the string is the reason
     else: scheduler.abort(r.request_id, now, FinishReason.STOP)
 
+# %% ../../nbs/08_engine.ipynb #d938206e
 def after_tokens(scheduler, groups: dict, tokenizer, extras: dict, now: float, counts: dict) -> None:
     """End the samples whose text reached a stop string; record this step's logprobs of those that asked
     (`counts`: the samples that got several tokens, chapter 11, and how many)"""
@@ -121,7 +124,7 @@ def after_tokens(scheduler, groups: dict, tokenizer, extras: dict, now: float, c
         for e in (() if entries is None else entries if sid in counts else (entries,)):
             if len(g.logprobs[j]) < len(r.output_token_ids): g.record_logprobs(j, e, tokenizer)
 
-# %% ../../nbs/08_engine.ipynb #fe39567c
+# %% ../../nbs/08_engine.ipynb #d733c6ae
 def sample_generator(rng: torch.Generator, params: SamplingParams, j: int):
     "Sample j's generator: none when greedy, `seed + j` when seeded, else one seeded from the engine's `rng`"
     if params.greedy: return None
@@ -129,11 +132,13 @@ def sample_generator(rng: torch.Generator, params: SamplingParams, j: int):
         return torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,), generator=rng)))
     return torch.Generator().manual_seed(params.seed + j)
 
+# %% ../../nbs/08_engine.ipynb #85de6db4
 def rope_salt(r: CheckedRequest, rope_context: int | None):
     "The cache salt of a request's blocks: the caller's, with the prompt's length where dynamic RoPE uses it"
     if rope_context is None or len(r.ids) <= rope_context: return r.cache_salt
     return ('dynamic-rope', len(r.ids), r.cache_salt)
 
+# %% ../../nbs/08_engine.ipynb #896e6297
 @dataclass
 class StepResult:
     "What running and sampling a step gave: tokens and errors by sample id, extras, forks, the emitting rows"

@@ -22,7 +22,7 @@ class Limits:
     max_num_seqs: int
     tokenizer: object = None
 
-# %% ../../nbs/08_engine.ipynb #e095ccee
+# %% ../../nbs/08_engine.ipynb #3642b7e2
 def prompt_ids(prompt, tokenizer) -> tuple:
     """(the prompt as a list, its text): a string encoded by `tokenizer`, a prompt dict opened, an array
     listed; not checked yet"""
@@ -35,6 +35,7 @@ def prompt_ids(prompt, tokenizer) -> tuple:
     if hasattr(prompt, 'tolist') and not isinstance(prompt, (list, tuple)): prompt = prompt.tolist()
     return prompt, None
 
+# %% ../../nbs/08_engine.ipynb #b0a1bd9c
 def prompt_dict(prompt: dict, tokenizer) -> tuple:
     "(ids, text) of a prompt dict: {'prompt': text} or {'prompt_token_ids': ids} (and the text they are)"
     bad = next((k for k in prompt if k not in ('prompt', 'prompt_token_ids')), None)
@@ -52,7 +53,7 @@ def prompt_dict(prompt: dict, tokenizer) -> tuple:
                          f"got {type(ids).__name__}")
     return prompt_ids(ids, tokenizer)[0], text
 
-# %% ../../nbs/08_engine.ipynb #8ddfbffa
+# %% ../../nbs/08_engine.ipynb #8bc32a3c
 def check_prompt(prompt, limits: Limits) -> tuple[list[int], str | None]:
     "A prompt's token ids (and its text, for a string prompt), or a `ValueError` saying what is wrong with it"
     prompt, text = prompt_ids(prompt, limits.tokenizer)
@@ -68,6 +69,7 @@ def check_prompt(prompt, limits: Limits) -> tuple[list[int], str | None]:
     if out: raise ValueError(f"prompt token ids must be in [0, {V}), got {out[:5]}")
     return ids, text
 
+# %% ../../nbs/08_engine.ipynb #2fb8fde6
 def check_params(params, prompt_len: int, limits: Limits) -> SamplingParams:
     "A request's sampling parameters (None: the defaults), checked against the engine's limits"
     params = SamplingParams() if params is None else params
@@ -86,7 +88,7 @@ def check_params(params, prompt_len: int, limits: Limits) -> SamplingParams:
                          "none")
     return params
 
-# %% ../../nbs/08_engine.ipynb #dd4222cc
+# %% ../../nbs/08_engine.ipynb #ddcd420b
 def is_id(x) -> bool: return isinstance(x, str) or is_int(x)
 
 def check_id(request_id):
@@ -94,6 +96,7 @@ def check_id(request_id):
     if not is_id(request_id): raise ValueError(f"request_id must be a str or an int, got {request_id!r}")
     return request_id if isinstance(request_id, str) else int(request_id)
 
+# %% ../../nbs/08_engine.ipynb #a4e7dd9d
 @dataclass(frozen=True)
 class CheckedRequest:
     "`add_request`'s arguments checked and normalised: what the core registers (request_id None: the next)"
@@ -118,7 +121,7 @@ def check_request(prompt, params, limits: Limits, request_id=None, arrival_time=
     return CheckedRequest(ids, text, params, None if request_id is None else check_id(request_id), now, salt,
                           check_int('priority', priority))
 
-# %% ../../nbs/08_engine.ipynb #fa656cda
+# %% ../../nbs/08_engine.ipynb #62a91479
 def as_prompts(prompts) -> list:
     "`generate`'s prompts as a list: a string, a prompt dict or a flat list of token ids is one prompt"
     if isinstance(prompts, (str, dict)): return [prompts]
@@ -130,6 +133,7 @@ def as_prompts(prompts) -> list:
                          f"got {type(prompts).__name__}")
     return [list(prompts)] if prompts and all(is_int(t) for t in prompts) else list(prompts)
 
+# %% ../../nbs/08_engine.ipynb #0b4e3091
 def check_batch(prompts, sampling_params, use_tqdm, limits: Limits) -> list[CheckedRequest]:
     "Every prompt of `generate` and its sampling parameters checked before any is submitted"
     prompts, many = as_prompts(prompts), isinstance(sampling_params, (list, tuple))

@@ -66,13 +66,14 @@ def batch_metadata(pos: list, slots: list, tables: list, ctx: list, cu: list, de
                                                                  device=device),
     )
 
-# %% ../../nbs/08_engine.ipynb #2e977f0a
+# %% ../../nbs/08_engine.ipynb #a55ddcf2
 def zero_blocks(kv_caches: list, blocks: list[int], device) -> None:
     "Zero blocks `blocks` in every layer's K and V cache"
     if not blocks: return
     idx = torch.tensor(blocks, device=device)
     for k, v in kv_caches: k.index_fill_(0, idx, 0); v.index_fill_(0, idx, 0)
 
+# %% ../../nbs/08_engine.ipynb #a603dd6c
 def copy_blocks(kv_caches: list, copies: list, device) -> None:
     "Run copy-on-write copies (src, dst) on every layer's K and V cache"
     src = torch.tensor([s for s, _ in copies], device=device)

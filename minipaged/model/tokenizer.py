@@ -6,7 +6,7 @@ templates"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['SPECIAL_TOKENS', 'CONTEXT_TOKENS', 'read_json', 'special_tokens', 'find_chat_template', 'TextTokenizer', 'check_vocab', 'load_tokenizer', 'Detokenizer', 'find_stop', 'compile_chat_template', 'check_conversation', 'render_chat']
+__all__ = ['SPECIAL_TOKENS', 'read_json', 'special_tokens', 'find_chat_template', 'TextTokenizer', 'check_vocab', 'load_tokenizer', 'Detokenizer', 'find_stop', 'compile_chat_template', 'check_conversation', 'render_chat']
 
 # %% ../../nbs/08_engine.ipynb #23463e76
 import json
@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from tokenizers import Tokenizer
-from ..utils import patch_to
 
 # %% ../../nbs/08_engine.ipynb #3b1f17a7
 def read_json(path) -> dict:
@@ -60,26 +59,23 @@ class TextTokenizer:
     template_source: str | None = None     # the file the template came from, for its errors
     special_tokens: dict = field(default_factory=dict)
 
-# %% ../../nbs/08_engine.ipynb #a43ac12d
-@patch_to(TextTokenizer, as_prop=True)
-def vocab_size(self) -> int | None:
-    "Its tokens, added ones included (None for a tokenizer that cannot say)"
-    b = self.backend
-    return b.get_vocab_size(with_added_tokens=True) if isinstance(b, Tokenizer) else None
+    @property
+    def vocab_size(self) -> int | None:
+        "Its tokens, added ones included (None for a tokenizer that cannot say)"
+        b = self.backend
+        return b.get_vocab_size(with_added_tokens=True) if isinstance(b, Tokenizer) else None
 
-@patch_to(TextTokenizer)
-def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
-    "The token ids of `text` (a plain tokenizer adds what its `encode` adds)"
-    if isinstance(self.backend, Tokenizer):
-        return self.backend.encode(text, add_special_tokens=add_special_tokens).ids
-    return list(self.backend.encode(text).ids)
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        "The token ids of `text` (a plain tokenizer adds what its `encode` adds)"
+        if isinstance(self.backend, Tokenizer):
+            return self.backend.encode(text, add_special_tokens=add_special_tokens).ids
+        return list(self.backend.encode(text).ids)
 
-@patch_to(TextTokenizer)
-def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
-    "The text of `ids`, special tokens left out unless asked for"
-    if isinstance(self.backend, Tokenizer):
-        return self.backend.decode(list(ids), skip_special_tokens=skip_special_tokens)
-    return self.backend.decode(list(ids))
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        "The text of `ids`, special tokens left out unless asked for"
+        if isinstance(self.backend, Tokenizer):
+            return self.backend.decode(list(ids), skip_special_tokens=skip_special_tokens)
+        return self.backend.decode(list(ids))
 
 # %% ../../nbs/08_engine.ipynb #c3858608
 def check_vocab(tok: TextTokenizer, vocab_size: int | None, where: str) -> TextTokenizer:
@@ -104,16 +100,15 @@ def load_tokenizer(path, vocab_size: int | None = None) -> TextTokenizer | None:
     return check_vocab(TextTokenizer(backend, template, source, special_tokens(cfg)), vocab_size, str(f))
 
 # %% ../../nbs/08_engine.ipynb #9de5609a
-CONTEXT_TOKENS = 5          # prompt tokens decoded as left context of the first output token (as vLLM)
-
 class Detokenizer:
     "One sample's text, built as its tokens arrive (vLLM's prefix and read offsets), cut at a stop string"
+    CONTEXT_TOKENS = 5      # prompt tokens decoded as left context of the first output token (as vLLM)
     def __init__(self, tokenizer: TextTokenizer, prompt_ids: list[int], stop: tuple = (),
                  include_stop_str_in_output: bool = False, skip_special_tokens: bool = True):
         self.tokenizer, self.skip, self.stop = tokenizer, skip_special_tokens, tuple(stop)
         self.include_stop = include_stop_str_in_output
         # the left context, then the output; a tokenizer known only by its decode gets none
-        context = CONTEXT_TOKENS if isinstance(tokenizer.backend, Tokenizer) else 0
+        context = self.CONTEXT_TOKENS if isinstance(tokenizer.backend, Tokenizer) else 0
         self.ids = list(prompt_ids[max(0, len(prompt_ids) - context):])
         self.prefix, self.read = 0, len(self.ids)
         self.prefix_text = self._decode(0, self.read)
@@ -121,58 +116,49 @@ class Detokenizer:
         # while streaming, hold back what could still turn out to be the start of a stop string
         self.hold = 0 if include_stop_str_in_output else max(map(len, self.stop), default=1) - 1
 
-@patch_to(Detokenizer)
-def _decode(self, start: int, end: int | None = None) -> str:
-    return self.tokenizer.decode(self.ids[start:end], self.skip)
+    def _decode(self, start: int, end: int | None = None) -> str:
+        return self.tokenizer.decode(self.ids[start:end], self.skip)
 
-# %% ../../nbs/08_engine.ipynb #2b58e9c9
-@patch_to(Detokenizer)
-def _next(self, token_id: int) -> str:
-    "Add one token; the new text it completes ('' while that ends in an incomplete character)"
-    self.ids.append(token_id)
-    new = self._decode(self.prefix)
-    if len(new) <= len(self.prefix_text) or new.endswith('\ufffd'): return ''
-    delta = new[len(self.prefix_text):]
-    self.prefix, self.read = self.read, len(self.ids)
-    self.prefix_text = self._decode(self.prefix, self.read)
-    return delta
+    def _next(self, token_id: int) -> str:
+        "Add one token; the new text it completes ('' while that ends in an incomplete character)"
+        self.ids.append(token_id)
+        new = self._decode(self.prefix)
+        if len(new) <= len(self.prefix_text) or new.endswith('\ufffd'): return ''
+        delta = new[len(self.prefix_text):]
+        self.prefix, self.read = self.read, len(self.ids)
+        self.prefix_text = self._decode(self.prefix, self.read)
+        return delta
+
+    def _emit(self, delta: str) -> None:
+        "Append `delta`; at a stop string, cut the text there (after it, if it is included) and stop"
+        if not delta: return
+        self.text += delta
+        hit = find_stop(self.text, len(delta), self.stop) if self.stop else None
+        if hit:
+            i, s = hit
+            self.text, self.stop_reason, self.done = self.text[:i + len(s) * self.include_stop], s, True
+
+    def update(self, output_ids: list[int], finished: bool = False, stop_token: bool = False) -> str | None:
+        "Catch up with a sample's output ids (flushed once `finished`); the stop string it reached, if any"
+        end = len(output_ids) - (finished and stop_token and not self.include_stop)
+        for t in output_ids[self.consumed:end]:
+            if self.done: break
+            self._emit(self._next(t))
+        self.consumed = max(self.consumed, end)
+        if finished and not self.done:
+            self._emit(self._decode(self.prefix)[len(self.prefix_text):]); self.done = True
+        return self.stop_reason
+
+    def output_text(self, finished: bool) -> str:
+        "The text to show: all of it once finished, else less what could still become a stop string"
+        if finished or self.done or not self.hold: return self.text
+        return self.text[:max(0, len(self.text) - self.hold)]
 
 # %% ../../nbs/08_engine.ipynb #42062e85
 def find_stop(text: str, new_chars: int, stop: tuple) -> tuple[int, str] | None:
     "(start, stop string) of the earliest stop string ending in the last `new_chars` characters of `text`"
     hits = [(i, s) for s in stop if (i := text.find(s, max(0, len(text) - new_chars - len(s) + 1))) != -1]
     return min(hits, key=lambda h: h[0]) if hits else None
-
-# %% ../../nbs/08_engine.ipynb #dd79460c
-@patch_to(Detokenizer)
-def _emit(self, delta: str) -> None:
-    "Append `delta`; at a stop string, cut the text there (after it, if it is included) and stop"
-    if not delta: return
-    self.text += delta
-    hit = find_stop(self.text, len(delta), self.stop) if self.stop else None
-    if hit:
-        i, s = hit
-        self.text, self.stop_reason, self.done = self.text[:i + len(s) * self.include_stop], s, True
-
-# %% ../../nbs/08_engine.ipynb #d9116077
-@patch_to(Detokenizer)
-def update(self, output_ids: list[int], finished: bool = False, stop_token: bool = False) -> str | None:
-    "Catch up with a sample's output ids (flushed once `finished`); the stop string it reached, if any"
-    end = len(output_ids) - (finished and stop_token and not self.include_stop)
-    for t in output_ids[self.consumed:end]:
-        if self.done: break
-        self._emit(self._next(t))
-    self.consumed = max(self.consumed, end)
-    if finished and not self.done:
-        self._emit(self._decode(self.prefix)[len(self.prefix_text):]); self.done = True
-    return self.stop_reason
-
-# %% ../../nbs/08_engine.ipynb #2f5ab107
-@patch_to(Detokenizer)
-def output_text(self, finished: bool) -> str:
-    "The text to show: all of it once finished, else less what could still become a stop string"
-    if finished or self.done or not self.hold: return self.text
-    return self.text[:max(0, len(self.text) - self.hold)]
 
 # %% ../../nbs/08_engine.ipynb #f81307de
 @lru_cache(maxsize=16)
