@@ -1,5 +1,5 @@
 "Worked solutions to the exercises of chapter 05 (the block manager)."
-from minipaged.engine.blocks import BlockManager, NoFreeBlocksError
+from minipaged.engine.blocks import BlockManager, NoFreeBlocksError, _reclaim, _take
 from minipaged.engine.prefix_cache import PrefixCache
 from minipaged.utils import cdiv, check_count
 
@@ -70,7 +70,7 @@ def rollback(bm, seq_id, num_tokens: int) -> list[tuple[int, int]]:
     # Release the blocks past the new end, tail first, exactly as `free` does: a block goes back to the pool
     # only when no table holds it and no copy in flight uses it.
     for b in reversed(seq.blocks[keep:]):
-        if pool.unref(b) and not bm._in_flight.pins[b]: bm._reclaim(b)
+        if pool.unref(b) and not bm._in_flight.pins[b]: _reclaim(bm, b)
     del seq.blocks[keep:], seq.tokens[n:]
     # What is computed stays computed, up to the new end; keys exist only for computed full blocks.
     seq.num_computed = min(seq.num_computed, n)
@@ -80,7 +80,7 @@ def rollback(bm, seq_id, num_tokens: int) -> list[tuple[int, int]]:
     copies = []
     if reopened:
         if pool.ref[last] > 1:                    # a private copy; the shared one stays cached
-            [dst] = bm._take(1)
+            [dst] = _take(bm, 1)
             pool.ref[last] -= 1
             seq.blocks[-1] = dst
             bm._in_flight.hold(last, dst, pool.gen)

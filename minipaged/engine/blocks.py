@@ -61,22 +61,40 @@ class BlockManager(AllocatorBase):
                 f"{len(self.cache.evictable)} cached, {len(self.pool.free)} free, "
                 f"{len(self._seqs)} sequences)")
 
-    def _take(self, k: int) -> list[int]:
-        "`k` blocks for new owners: free ones first, then the least recently used cached ones (evicted)"
-        pool, cache = self.pool, self.cache
-        if k > len(pool.free) + len(cache.evictable):
-            raise NoFreeBlocksError(f'{k} blocks wanted', needed=k, available=self.num_available_blocks)
-        got = pool.pop_free(k)
-        while len(got) < k: got.append(cache.evict())
-        pool.hand_out(got)
-        return got
+    # What the pool does: each operation's body is a function below, with its prose and its tests
+    def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
+        "`(fits, cached_tokens)`: would `allocate` succeed now, and how many tokens would the cache supply?"
+        return _plan_allocation(self, token_ids, salt)
+    def allocate(self, seq_id, token_ids, salt=None) -> int:
+        "Admit `seq_id` with prompt `token_ids`, reusing cached prefix blocks; return the tokens computed"
+        return _allocate(self, seq_id, token_ids, salt)
+    def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
+        "Add `token_ids` to `seq_id`, reserving their slots; return the (src, dst) block copies to run first"
+        return _append_slow(self, seq_id, self._seqs.get(seq_id), token_ids)
+    def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
+        "The engine wrote K/V for the first `num_computed_tokens` positions of `seq_id`: record; cache blocks"
+        n, seq = num_computed_tokens, self._seqs.get(seq_id)
+        if seq is not None and n.__class__ is int and seq.num_computed < n <= len(seq.tokens):   # it advances
+            seq.num_computed = n
+            if n >= seq.register_at: self.cache.register(seq, n // self.block_size)   # a block just filled up
+        else: _mark_other(self, seq_id, seq, n)
+    def fork(self, parent_id, child_id) -> None:
+        "Start `child_id` sharing every block of `parent_id`: same tokens, same computed count"
+        return _fork(self, parent_id, child_id)
+    def free(self, seq_id) -> None:
+        "End sequence `seq_id` (finished or cancelled): release each of its block references exactly once"
+        return _free(self, seq_id)
+    def copies_done(self) -> None:
+        "The engine has run every copy handed out so far: end their windows, reclaiming what nothing holds"
+        return _copies_done(self)
+    def can_append(self, seq_id, num_tokens: int = 1) -> bool:
+        "Would `append(seq_id, …)` of `num_tokens` tokens succeed now (a copy-on-write counted)?"
+        return _can_append(self, seq_id, num_tokens)
+    def rollback_to(self, seq_id, num_tokens: int) -> None:
+        "Shrink `seq_id` to its first `num_tokens` tokens, giving back the slots of tokens never computed"
+        return _rollback_to(self, seq_id, num_tokens)
 
-    def _reclaim(self, b: int) -> None:
-        "Block `b`, which nothing references or holds, back to the pool: cached if registered, else free"
-        if self.cache.key[b] is None: self.pool.free.append(b)
-        else: self.cache.evictable[b] = None
-        self.pool.used -= 1
-
+    # What the engine and the tests ask
     def block_table(self, seq_id) -> list[int]:
         "The physical blocks of sequence `seq_id`, in logical order (a copy)"
         return list(self._get(seq_id).blocks)
@@ -108,6 +126,17 @@ class BlockManager(AllocatorBase):
         check_window(self); check_pool(self); check_keys(self)
         for sid, s in self._seqs.items(): check_seq(self, sid, s)
 
+# %% ../../nbs/05_block_manager.ipynb #69b42a7a
+def _take(bm: BlockManager, k: int) -> list[int]:
+    "`k` blocks for new owners: free ones first, then the least recently used cached ones (evicted)"
+    pool, cache = bm.pool, bm.cache
+    if k > len(pool.free) + len(cache.evictable):
+        raise NoFreeBlocksError(f'{k} blocks wanted', needed=k, available=bm.num_available_blocks)
+    got = pool.pop_free(k)
+    while len(got) < k: got.append(cache.evict())
+    pool.hand_out(got)
+    return got
+
 # %% ../../nbs/05_block_manager.ipynb #720035f7
 def _plan(bm: BlockManager, tokens: tuple, salt):
     """What allocating `tokens` in `bm` would take: (root key, cached blocks, their keys, their uids, new
@@ -127,36 +156,34 @@ def _plan(bm: BlockManager, tokens: tuple, salt):
     return root, hits, hashes, uids, total - len(hits), available - revived
 
 # %% ../../nbs/05_block_manager.ipynb #ecb71a87
-@patch_to(BlockManager)
-def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
+def _plan_allocation(bm: BlockManager, token_ids, salt=None) -> tuple[bool, int]:
     """`(fits, cached_tokens)`: would `allocate(…, token_ids, salt)` succeed now, and how many leading tokens
     would the prefix cache supply? Changes nothing"""
     tokens, salt = tuple(token_ids), salt_identity(salt)
-    if self.blocks_needed(len(tokens)) > self.num_blocks: return False, 0
-    _, hits, _, _, new, available = _plan(self, tokens, salt)
-    return new <= available, len(hits) * self.block_size
+    if bm.blocks_needed(len(tokens)) > bm.num_blocks: return False, 0
+    _, hits, _, _, new, available = _plan(bm, tokens, salt)
+    return new <= available, len(hits) * bm.block_size
 
 # %% ../../nbs/05_block_manager.ipynb #468cc3de
-@patch_to(BlockManager)
-def allocate(self, seq_id, token_ids, salt=None) -> int:
+def _allocate(bm: BlockManager, seq_id, token_ids, salt=None) -> int:
     """Admit sequence `seq_id` with prompt `token_ids`, reusing cached prefix blocks; return the number of
     tokens already computed"""
-    if seq_id in self._seqs: raise ValueError(f"seq_id {seq_id!r} is already allocated")
+    if seq_id in bm._seqs: raise ValueError(f"seq_id {seq_id!r} is already allocated")
     tokens, salt = tuple(token_ids), salt_identity(salt)
-    root, hits, hashes, uids, new, available = _plan(self, tokens, salt)
+    root, hits, hashes, uids, new, available = _plan(bm, tokens, salt)
     if new > available:
         raise NoFreeBlocksError(f"allocate needs {new} blocks, {available} available", needed=new,
                                 available=available)
     if hits:                                           # nothing can fail from here on
-        self.pool.use(self.cache.revive(hits)); self.pool.share(hits)
+        bm.pool.use(bm.cache.revive(hits)); bm.pool.share(hits)
     # new >= 1: the last prompt token's block is never a hit
-    blocks = hits + self._take(new)
-    B = self.block_size
+    blocks = hits + _take(bm, new)
+    B = bm.block_size
     cached = len(hits) * B
-    self._seqs[seq_id] = _Seq(blocks, list(tokens), cached, salt, root, hashes, uids,
+    bm._seqs[seq_id] = _Seq(blocks, list(tokens), cached, salt, root, hashes, uids,
                               room=len(blocks) * B - len(tokens),
-                              register_at=cached + B if self.enable_prefix_caching else _NEVER)
-    st = self._stats
+                              register_at=cached + B if bm.enable_prefix_caching else _NEVER)
+    st = bm._stats
     st['prefix_hit_blocks'] += len(hits)
     st['prefix_hit_tokens'] += cached
     st['prefix_query_tokens'] += len(tokens)
@@ -176,55 +203,37 @@ def _append_slow(bm: BlockManager, seq_id, seq: _Seq | None, token_ids) -> list[
         raise NoFreeBlocksError(f"append needs {grow + shared_tail} blocks, {available} available",
                                 needed=grow + shared_tail, available=available)
     copies = [_copy_on_write(bm, seq)] if shared_tail else []
-    blocks += bm._take(grow)
+    blocks += _take(bm, grow)
     seq.tokens += token_ids
     seq.room = len(blocks) * B - len(seq.tokens)
     return copies
 
-# %% ../../nbs/05_block_manager.ipynb #b9c22d83
-@patch_to(BlockManager)
-def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
-    """Add `token_ids` to `seq_id`, reserving their slots; return the (src, dst) block copies to run on the
-    cache first"""
-    seq = self._seqs.get(seq_id)
-    if seq is not None and len(token_ids) == 1:
-        # room left in a private last block: no checks left
-        if seq.room: seq.room -= 1
-        # the last block is full: one fresh block
-        elif len(seq.tokens) % self.block_size == 0 and (self.pool.free or self.cache.evictable):
-            seq.blocks += self._take(1); seq.room = self.block_size - 1
-        # a partly filled shared last block: copy-on-write
-        else: return _append_slow(self, seq_id, seq, token_ids)
-        seq.tokens.append(token_ids[0])
-        return []
-    return _append_slow(self, seq_id, seq, token_ids)
-
 # %% ../../nbs/05_block_manager.ipynb #c061a298
-@patch_to(BlockManager)
-def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
-    "The engine wrote K/V for the first `num_computed_tokens` positions of `seq_id`: record; cache blocks"
-    n, seq = num_computed_tokens, self._seqs.get(seq_id)
-    if seq is not None and n.__class__ is int and seq.num_computed < n <= len(seq.tokens):   # it advances
-        seq.num_computed = n
-        if n >= seq.register_at: self.cache.register(seq, n // self.block_size)   # a block just filled up
-        return
-    if seq is None: self._get(seq_id)
+def _mark_other(bm: BlockManager, seq_id, seq: _Seq | None, n) -> None:
+    "`mark_computed` of a count that does not advance: ignored if it goes back, an error outside the sequence"
+    if seq is None: bm._get(seq_id)
     if n.__class__ is not int or n < 0 or n > len(seq.tokens):
         raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {len(seq.tokens)}], "
                          f"got {n!r}")
 
 # %% ../../nbs/05_block_manager.ipynb #92d6b442
-@patch_to(BlockManager)
-def fork(self, parent_id, child_id) -> None:
+def _fork(bm: BlockManager, parent_id, child_id) -> None:
     """Start `child_id` sharing every block of `parent_id` (reference counts += 1): same tokens, same computed
     count"""
-    parent = self._fork_parent(parent_id, child_id)
-    self.pool.share(parent.blocks)
+    parent = bm._fork_parent(parent_id, child_id)
+    bm.pool.share(parent.blocks)
     # the last block is shared now: the next write goes the slow way
     parent.room = 0
-    self._seqs[child_id] = _Seq(list(parent.blocks), list(parent.tokens), parent.num_computed, parent.salt,
+    bm._seqs[child_id] = _Seq(list(parent.blocks), list(parent.tokens), parent.num_computed, parent.salt,
                                 parent.root, list(parent.hashes), list(parent.uids), room=0,
                                 register_at=parent.register_at)
+
+# %% ../../nbs/05_block_manager.ipynb #9792acf5
+def _reclaim(bm: BlockManager, b: int) -> None:
+    "Block `b`, which nothing references or holds, back to the pool: cached if registered, else free"
+    if bm.cache.key[b] is None: bm.pool.free.append(b)
+    else: bm.cache.evictable[b] = None
+    bm.pool.used -= 1
 
 # %% ../../nbs/05_block_manager.ipynb #f64df84e
 def _release(bm: BlockManager, blocks: list[int]) -> None:
@@ -241,18 +250,17 @@ def _release(bm: BlockManager, blocks: list[int]) -> None:
     bm.pool.used -= released
 
 # %% ../../nbs/05_block_manager.ipynb #e6594549
-@patch_to(BlockManager)
-def free(self, seq_id) -> None:
+def _free(bm: BlockManager, seq_id) -> None:
     "End sequence `seq_id` (finished or cancelled): release each of its block references exactly once"
-    seq = self._seqs.pop(seq_id, None)
-    if seq is None: self._get(seq_id)
-    _release(self, seq.blocks)
+    seq = bm._seqs.pop(seq_id, None)
+    if seq is None: bm._get(seq_id)
+    _release(bm, seq.blocks)
 
 # %% ../../nbs/05_block_manager.ipynb #94afc0ed
 def _copy_on_write(bm: BlockManager, seq: _Seq) -> tuple[int, int]:
     """Give `seq` a private copy of its shared last block; return (src, dst) for the engine to copy before it
     writes"""
-    src, [dst] = seq.blocks[-1], bm._take(1)
+    src, [dst] = seq.blocks[-1], _take(bm, 1)
     bm.pool.ref[src] -= 1                             # >= 1 still: another table holds it
     seq.blocks[-1] = dst
     bm._in_flight.hold(src, dst, bm.pool.gen)
@@ -260,24 +268,22 @@ def _copy_on_write(bm: BlockManager, seq: _Seq) -> tuple[int, int]:
     return src, dst
 
 # %% ../../nbs/05_block_manager.ipynb #fc1c1797
-@patch_to(BlockManager)
-def copies_done(self) -> None:
+def _copies_done(bm: BlockManager) -> None:
     """The engine has run every copy handed out so far: end their windows, reclaiming any block nothing else
     holds"""
-    ref = self.pool.ref
-    for b in self._in_flight.done():
-        if ref[b] == 0: self._reclaim(b)
+    ref = bm.pool.ref
+    for b in bm._in_flight.done():
+        if ref[b] == 0: _reclaim(bm, b)
 
 # %% ../../nbs/05_block_manager.ipynb #b5563e68
-@patch_to(BlockManager)
-def can_append(self, seq_id, num_tokens: int = 1) -> bool:
+def _can_append(bm: BlockManager, seq_id, num_tokens: int = 1) -> bool:
     """Would `append(seq_id, …)` with `num_tokens` tokens succeed now (counting a copy-on-write of a shared
     last block)?"""
-    seq = self._get(seq_id)
-    n, B = len(seq.tokens), self.block_size
+    seq = bm._get(seq_id)
+    n, B = len(seq.tokens), bm.block_size
     new = cdiv(n + check_count('num_tokens', num_tokens), B) - len(seq.blocks)
-    new += num_tokens > 0 and n % B != 0 and self.pool.ref[seq.blocks[-1]] > 1
-    return new <= len(self.pool.free) + len(self.cache.evictable)
+    new += num_tokens > 0 and n % B != 0 and bm.pool.ref[seq.blocks[-1]] > 1
+    return new <= len(bm.pool.free) + len(bm.cache.evictable)
 
 # %% ../../nbs/05_block_manager.ipynb #667e9e10
 def check_window(bm: BlockManager) -> None:
@@ -344,13 +350,30 @@ def check_seq(bm: BlockManager, sid, s: _Seq) -> None:
             assert i >= len(s.hashes) or s.hashes[i] == key[b], f"seq {sid!r}: block {b} has another key"
 
 # %% ../../nbs/05_block_manager.ipynb #4b1ba437
-@patch_to(BlockManager)
-def rollback_to(self, seq_id, num_tokens: int) -> None:
+def _rollback_to(bm: BlockManager, seq_id, num_tokens: int) -> None:
     """Shrink `seq_id` to its first `num_tokens` tokens, giving back the slots of tokens never computed
     (rejected guesses): blocks wholly past the new end return to the pool"""
-    seq = self._get(seq_id)
-    n, B = self._check_rollback(seq, num_tokens), self.block_size
+    seq = bm._get(seq_id)
+    n, B = bm._check_rollback(seq, num_tokens), bm.block_size
     keep = cdiv(n, B)
-    _release(self, seq.blocks[keep:])                 # tail first, as `free`; one a copy holds: copies_done()
+    _release(bm, seq.blocks[keep:])                 # tail first, as `free`; one a copy holds: copies_done()
     del seq.blocks[keep:], seq.tokens[n:]
-    seq.room = keep * B - n if self.pool.ref[seq.blocks[-1]] == 1 else 0
+    seq.room = keep * B - n if bm.pool.ref[seq.blocks[-1]] == 1 else 0
+
+# %% ../../nbs/05_block_manager.ipynb #b9c22d83
+@patch_to(BlockManager)
+def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
+    """Add `token_ids` to `seq_id`, reserving their slots; return the (src, dst) block copies to run on the
+    cache first"""
+    seq = self._seqs.get(seq_id)
+    if seq is not None and len(token_ids) == 1:
+        # room left in a private last block: no checks left
+        if seq.room: seq.room -= 1
+        # the last block is full: one fresh block
+        elif len(seq.tokens) % self.block_size == 0 and (self.pool.free or self.cache.evictable):
+            seq.blocks += _take(self, 1); seq.room = self.block_size - 1
+        # a partly filled shared last block: copy-on-write
+        else: return _append_slow(self, seq_id, seq, token_ids)
+        seq.tokens.append(token_ids[0])
+        return []
+    return _append_slow(self, seq_id, seq, token_ids)

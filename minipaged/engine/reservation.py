@@ -6,12 +6,13 @@ Docs: https://minipaged.github.io/minipaged/reservation_baseline.html.md"""
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #5435e18d
 from __future__ import annotations
-from ..utils import cdiv, check_count, check_positive, patch_to
+from ..utils import cdiv, check_count, check_positive
 from .allocator import AllocatorBase, NoFreeBlocksError
 from .prefix_cache import CacheKeyContext
 
 # %% auto #0
-__all__ = ['ReservationManager', 'run_batch']
+__all__ = ['Regions', 'reservation_blocks', 'ReservationManager', 'prompt_tokens', 'computed_count', 'check_fits', 'hand_out',
+           'fork_copies', 'check_regions', 'run_batch']
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #a64a147a
 class _Reserved:
@@ -21,6 +22,72 @@ class _Reserved:
     def __init__(self, region, tokens, num_computed=0, pending=()):
         self.region, self.tokens = region, tokens
         self.num_computed, self.pending = num_computed, list(pending)
+
+# %% ../../nbs/05b_reservation_baseline.ipynb #a2d3e9c6
+class Regions:
+    """`num_regions` regions of `size` blocks: a stack of free ones, each one's reference count and version,
+    the high-water mark of blocks used and (on request) the record of blocks handed out"""
+    __slots__ = ('num_regions', 'size', 'ref', 'gen', 'free', 'high_water', 'fresh')
+
+    def __init__(self, num_regions: int, size: int, record_fresh: bool = False):
+        self.num_regions, self.size = num_regions, size
+        self.ref = [0] * num_regions                     # its owner + the copies that use it
+        self.gen = [0] * num_regions                     # a region's version: owners it has been handed to
+        self.free = list(range(num_regions - 1, -1, -1))  # a stack: region 0 is handed out first
+        self.high_water = 0                              # the most blocks used at once
+        self.fresh = [] if record_fresh else None        # every block of each region handed out, until popped
+
+    @property
+    def used_blocks(self) -> int: return (self.num_regions - len(self.free)) * self.size
+
+    def blocks(self, region: int) -> list[int]:
+        "The blocks of `region`"
+        return list(range(region * self.size, (region + 1) * self.size))
+
+    def reserve(self) -> int:
+        "Take a free region (reference count 1), or raise `NoFreeBlocksError`"
+        if not self.free:
+            raise NoFreeBlocksError('no free reservation region', needed=self.size, available=0)
+        r = self.free.pop()
+        self.ref[r] = 1
+        self.gen[r] += 1
+        if self.fresh is not None: self.fresh += self.blocks(r)
+        self.high_water = max(self.high_water, self.used_blocks)
+        return r
+
+    def release(self, region: int) -> None:
+        "Drop one reference to `region`; the last one returns it to the stack"
+        self.ref[region] -= 1
+        if self.ref[region] == 0: self.free.append(region)
+
+    def done(self, in_flight: list) -> None:
+        "The copies `in_flight` have run: release the regions they read and wrote; the list empties"
+        for src, dst, _, _ in in_flight: self.release(src // self.size); self.release(dst // self.size)
+        in_flight.clear()
+
+    def pop_fresh(self) -> list[int]:
+        "Every block of each region handed out since the last call, in order; the record starts over"
+        if self.fresh is None:
+            raise ValueError("record_fresh is False: make the manager with record_fresh=True to track fresh "
+                             "blocks")
+        fresh, self.fresh = self.fresh, []
+        return fresh
+
+    def snapshot(self) -> tuple:
+        "Everything observable about the regions, as one value"
+        return (tuple(self.ref), tuple(self.gen), tuple(self.free), self.high_water, tuple(self.fresh or ()))
+
+# %% ../../nbs/05b_reservation_baseline.ipynb #a2d3e9c4
+def reservation_blocks(num_blocks: int, block_size: int, max_model_len: int,
+                       enable_prefix_caching: bool = False) -> int:
+    "Blocks one sequence reserves, `⌈max_model_len / block_size⌉`; a `ValueError` if the pool cannot hold one"
+    if enable_prefix_caching:
+        raise ValueError("enable_prefix_caching must be False: the reservation baseline has no prefix cache")
+    reservation = cdiv(max_model_len, block_size)
+    if reservation > num_blocks:
+        raise ValueError(f"num_blocks {num_blocks} cannot hold one reservation of {reservation} blocks "
+                         f"(max_model_len {max_model_len}, block_size {block_size})")
+    return reservation
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #a2d3e9c5
 class ReservationManager(AllocatorBase):
@@ -34,208 +101,157 @@ class ReservationManager(AllocatorBase):
         self.num_blocks = check_positive('num_blocks', num_blocks)
         self.block_size = check_positive('block_size', block_size)
         self.max_model_len = check_positive('max_model_len', max_model_len)
-        if enable_prefix_caching:
-            raise ValueError("enable_prefix_caching must be False: the reservation baseline has no prefix "
-                             "cache")
+        self.reservation = reservation_blocks(num_blocks, block_size, max_model_len, enable_prefix_caching)
         self.enable_prefix_caching, self.context = False, context
-        self.reservation = cdiv(max_model_len, block_size)             # blocks per sequence
-        if self.reservation > num_blocks:
-            raise ValueError(
-                f"num_blocks {num_blocks} cannot hold one reservation of {self.reservation} blocks "
-                f"(max_model_len {max_model_len}, block_size {block_size})"
-            )
         self.num_regions = num_blocks // self.reservation
-        self._region_ref = [0] * self.num_regions     # its owner + the pending and in-flight copies using it
-        self._region_gen = [0] * self.num_regions     # a region's version: owners it has been handed to
+        self.regions = Regions(self.num_regions, self.reservation, record_fresh)
         self._in_flight = []                          # handed-out copies (src, dst, their regions' versions)
-        self._free_regions = list(range(self.num_regions - 1, -1, -1))
-        self._seqs, self._high_water, self._copies = {}, 0, 0
-        self._fresh = [] if record_fresh else None    # every block of each region handed out
+        self._seqs, self._copies = {}, 0              # seq_id -> _Reserved; blocks fork copied
 
     @property
-    def num_used_blocks(self) -> int: return (self.num_regions - len(self._free_regions)) * self.reservation
+    def num_used_blocks(self) -> int: return self.regions.used_blocks
     @property
-    def num_free_blocks(self) -> int: return len(self._free_regions) * self.reservation
+    def num_free_blocks(self) -> int: return len(self.regions.free) * self.reservation
 
     def __repr__(self):
         return (f"ReservationManager({self.num_regions} regions of {self.reservation} blocks of "
                 f"{self.block_size}: {len(self._seqs)} sequences)")
 
-    def _blocks(self, region: int) -> list[int]:
-        "The blocks of `region`"
-        return list(range(region * self.reservation, (region + 1) * self.reservation))
+    def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
+        "`(fits, 0)`: the prompt fits `max_model_len` and a region is free; a reservation caches nothing"
+        return 0 < len(list(token_ids)) <= self.max_model_len and bool(self.regions.free), 0
+    def allocate(self, seq_id, token_ids, salt=None) -> int:
+        "Admit `seq_id` into a region of its own; return 0 (nothing is ever cached)"
+        if seq_id in self._seqs: raise ValueError(f"seq_id {seq_id!r} is already allocated")
+        tokens = prompt_tokens(token_ids, self.max_model_len)
+        self._seqs[seq_id] = _Reserved(self.regions.reserve(), tokens)
+        return 0
+
+    def slots(self, seq_id, start: int, end: int) -> list[int]:
+        "Physical slots of positions `[start, end)`: contiguous inside the region"
+        seq = self._get(seq_id)
+        self._check_span(seq, start, end)
+        base = seq.region * self.reservation * self.block_size
+        return list(range(base + start, base + end))
+    def block_table(self, seq_id) -> list[int]:
+        "The whole reserved region of `seq_id`"
+        return self.regions.blocks(self._get(seq_id).region)
+
+    def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
+        "Record that the engine wrote K/V for the first `num_computed_tokens` positions"
+        seq = self._get(seq_id)
+        seq.num_computed = max(seq.num_computed, computed_count(num_computed_tokens, len(seq.tokens)))
+    def can_append(self, seq_id, num_tokens: int = 1) -> bool:
+        "Would `append` of `num_tokens` tokens succeed: they fit the reservation"
+        return len(self._get(seq_id).tokens) + check_count('num_tokens', num_tokens) <= self.max_model_len
+    def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
+        "Add `token_ids` inside the reservation; return the fork copies still pending for this sequence"
+        seq, token_ids = self._get(seq_id), list(token_ids)
+        check_fits(seq_id, len(seq.tokens) + len(token_ids), self.max_model_len)
+        seq.tokens.extend(token_ids)
+        copies, seq.pending = seq.pending, []
+        hand_out(self.regions, self._in_flight, copies)
+        return copies
+
+    def rollback_to(self, seq_id, num_tokens: int) -> None:
+        "Shrink `seq_id` to its first `num_tokens` tokens (never a computed one); its region stays reserved"
+        seq = self._get(seq_id)
+        del seq.tokens[self._check_rollback(seq, num_tokens):]
+    def fork(self, parent_id, child_id) -> None:
+        "Start `child_id` in a region of its own; copies of the parent's filled blocks come with its `append`"
+        parent = self._fork_parent(parent_id, child_id)
+        copies, region = fork_copies(self.regions, parent, self.blocks_needed(len(parent.tokens)))
+        self._seqs[child_id] = _Reserved(region, list(parent.tokens), parent.num_computed, copies)
+        self._copies += len(copies)
+    def copies_done(self) -> None:
+        "The engine has run every copy handed out so far: release the regions they read and wrote"
+        self.regions.done(self._in_flight)
+    def free(self, seq_id) -> None:
+        "End `seq_id`: release its region and the sources of copies it never received"
+        seq = self._seqs.pop(seq_id, None) or self._get(seq_id)
+        for src, _ in seq.pending: self.regions.release(src // self.reservation)
+        self.regions.release(seq.region)
 
     def pop_fresh_blocks(self) -> list[int]:
         "Every block of each region handed out since the last call, in order; the list starts over"
-        if self._fresh is None:
-            raise ValueError("record_fresh is False: make the manager with record_fresh=True to track fresh "
-                             "blocks")
-        fresh, self._fresh = self._fresh, []
-        return fresh
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #7663ab13
-@patch_to(ReservationManager)
-def _reserve(self) -> int:
-    "Take a free region (reference count 1), or raise `NoFreeBlocksError`"
-    if not self._free_regions:
-        raise NoFreeBlocksError('no free reservation region', needed=self.reservation, available=0)
-    r = self._free_regions.pop()
-    self._region_ref[r] = 1
-    self._region_gen[r] += 1
-    if self._fresh is not None: self._fresh += self._blocks(r)
-    self._high_water = max(self._high_water, self.num_used_blocks)
-    return r
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #b7aa73e0
-@patch_to(ReservationManager)
-def _release(self, region: int) -> None:
-    "Drop one reference to `region`; the last one returns it to the stack"
-    self._region_ref[region] -= 1
-    if self._region_ref[region] == 0: self._free_regions.append(region)
+        return self.regions.pop_fresh()
+    def metrics(self) -> dict:
+        "The same keys as `BlockManager.metrics`; `cow_copies` counts the blocks fork copied"
+        return dict(used=self.num_used_blocks, cached=0, free=self.num_free_blocks,
+                    high_water=self.regions.high_water, prefix_hit_blocks=0, prefix_hit_tokens=0,
+                    prefix_query_tokens=0, cow_copies=self._copies, evictions=0)
+    def check(self) -> None:
+        "Each region is free or held by what uses it; sequences fit their regions (`check_regions`)"
+        check_regions(self.regions, self._seqs, self._in_flight, self.max_model_len)
+    def snapshot(self) -> tuple:
+        "Everything observable about the manager, as one value: two snapshots are equal when nothing changed"
+        seqs = {s: (q.region, tuple(q.tokens), q.num_computed, tuple(q.pending))
+                for s, q in self._seqs.items()}
+        return self.regions.snapshot(), seqs, self._copies, tuple(self._in_flight)
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #276e78a2
-@patch_to(ReservationManager)
-def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
-    "`(fits, 0)`: the prompt fits `max_model_len` and a region is free; a reservation caches nothing"
-    return 0 < len(list(token_ids)) <= self.max_model_len and bool(self._free_regions), 0
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #bef7d250
-@patch_to(ReservationManager)
-def allocate(self, seq_id, token_ids, salt=None) -> int:
-    "Admit `seq_id` into a region of its own; return 0 (nothing is ever cached)"
-    if seq_id in self._seqs: raise ValueError(f"seq_id {seq_id!r} is already allocated")
+def prompt_tokens(token_ids, max_model_len: int) -> list:
+    "The prompt `token_ids` as a list, or a `ValueError` when it is empty or longer than `max_model_len`"
     tokens = list(token_ids)
     if not tokens: raise ValueError("token_ids must hold at least one token")
-    if len(tokens) > self.max_model_len:
+    if len(tokens) > max_model_len:
         raise ValueError(f"token_ids: a prompt of {len(tokens)} tokens does not fit max_model_len = "
-                         f"{self.max_model_len}")
-    self._seqs[seq_id] = _Reserved(self._reserve(), tokens)
-    return 0
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #90b889a7
-@patch_to(ReservationManager)
-def slots(self, seq_id, start: int, end: int) -> list[int]:
-    "Physical slots of positions `[start, end)`: contiguous inside the region"
-    seq = self._get(seq_id)
-    self._check_span(seq, start, end)
-    base = seq.region * self.reservation * self.block_size
-    return list(range(base + start, base + end))
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #e9ba2a02
-@patch_to(ReservationManager)
-def block_table(self, seq_id) -> list[int]:
-    "The whole reserved region of `seq_id`"
-    return self._blocks(self._get(seq_id).region)
+                         f"{max_model_len}")
+    return tokens
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #bea2380a
-@patch_to(ReservationManager)
-def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
-    "Record that the engine wrote K/V for the first `num_computed_tokens` positions"
-    seq, n = self._get(seq_id), num_computed_tokens
-    if not isinstance(n, int) or not 0 <= n <= len(seq.tokens):
-        raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {len(seq.tokens)}], "
+def computed_count(n, num_tokens: int) -> int:
+    "`n`, a count of computed tokens of a sequence of `num_tokens`, or a `ValueError` naming it"
+    if not isinstance(n, int) or not 0 <= n <= num_tokens:
+        raise ValueError(f"num_computed_tokens must be an integer in [0, num_tokens = {num_tokens}], "
                          f"got {n!r}")
-    seq.num_computed = max(seq.num_computed, n)
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #f7e88d87
-@patch_to(ReservationManager)
-def can_append(self, seq_id, num_tokens: int = 1) -> bool:
-    "Would `append` of `num_tokens` tokens succeed: they fit the reservation"
-    return len(self._get(seq_id).tokens) + check_count('num_tokens', num_tokens) <= self.max_model_len
+    return n
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #1dfe442d
-@patch_to(ReservationManager)
-def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
-    "Add `token_ids` inside the reservation; return the fork copies still pending for this sequence"
-    seq, token_ids = self._get(seq_id), list(token_ids)
-    if len(seq.tokens) + len(token_ids) > self.max_model_len:
-        raise ValueError(
-            f"token_ids: seq_id {seq_id!r} would hold {len(seq.tokens) + len(token_ids)} tokens, "
-            f"more than max_model_len = {self.max_model_len}"
-        )
-    seq.tokens.extend(token_ids)
-    copies, seq.pending = seq.pending, []
-    R, gen = self.reservation, self._region_gen
-    # handed to the engine: in flight until copies_done()
-    for src, dst in copies:
-        self._region_ref[dst // R] += 1
-        self._in_flight.append((src, dst, gen[src // R], gen[dst // R]))
-    return copies
+def check_fits(seq_id, num_tokens: int, max_model_len: int) -> None:
+    "A `ValueError` when `seq_id` would hold `num_tokens` tokens, more than its reservation's `max_model_len`"
+    if num_tokens > max_model_len:
+        raise ValueError(f"token_ids: seq_id {seq_id!r} would hold {num_tokens} tokens, "
+                         f"more than max_model_len = {max_model_len}")
 
-# %% ../../nbs/05b_reservation_baseline.ipynb #fe7ee836
-@patch_to(ReservationManager)
-def rollback_to(self, seq_id, num_tokens: int) -> None:
-    "Shrink `seq_id` to its first `num_tokens` tokens (never a computed one); its region stays reserved"
-    seq = self._get(seq_id)
-    del seq.tokens[self._check_rollback(seq, num_tokens):]
+# %% ../../nbs/05b_reservation_baseline.ipynb #1dfe442e
+def hand_out(regions: Regions, in_flight: list, copies: list[tuple[int, int]]) -> None:
+    "Hand `copies` to the engine: in flight until `copies_done()`, each holding the region it writes"
+    R, gen = regions.size, regions.gen
+    for src, dst in copies:
+        regions.ref[dst // R] += 1
+        in_flight.append((src, dst, gen[src // R], gen[dst // R]))
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #59b1d07e
-@patch_to(ReservationManager)
-def fork(self, parent_id, child_id) -> None:
-    """Start `child_id` in a region of its own; the copies of the parent's filled blocks come with its next
-    `append`"""
-    parent = self._fork_parent(parent_id, child_id)
+def fork_copies(regions: Regions, parent: _Reserved, num_filled: int) -> tuple[list[tuple[int, int]], int]:
+    """A region for a fork of `parent` and the copies `(src, dst)` of its `num_filled` filled blocks into it;
+    each source's region gains a reference"""
     # the parent's own content may not be copied in yet
     in_transit = {dst: src for src, dst in parent.pending}
-    filled = self._blocks(parent.region)[:self.blocks_needed(len(parent.tokens))]
-    copies = [(in_transit.get(b, b), dst) for b, dst in zip(filled, self._blocks(self._reserve()))]
-    for src, _ in copies: self._region_ref[src // self.reservation] += 1
-    self._seqs[child_id] = _Reserved(copies[0][1] // self.reservation, list(parent.tokens),
-                                     parent.num_computed, copies)
-    self._copies += len(copies)
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #15de70be
-@patch_to(ReservationManager)
-def copies_done(self) -> None:
-    "The engine has run every copy handed out so far: release the regions they read and wrote"
-    R = self.reservation
-    for src, dst, _, _ in self._in_flight: self._release(src // R); self._release(dst // R)
-    self._in_flight.clear()
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #0f04dee3
-@patch_to(ReservationManager)
-def free(self, seq_id) -> None:
-    "End `seq_id`: release its region and the sources of copies it never received"
-    seq = self._get(seq_id)
-    del self._seqs[seq_id]
-    for src, _ in seq.pending: self._release(src // self.reservation)
-    self._release(seq.region)
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #115623dc
-@patch_to(ReservationManager)
-def metrics(self) -> dict:
-    "The same keys as `BlockManager.metrics`; `cow_copies` counts the blocks fork copied"
-    return dict(used=self.num_used_blocks, cached=0, free=self.num_free_blocks, high_water=self._high_water,
-                prefix_hit_blocks=0, prefix_hit_tokens=0, prefix_query_tokens=0, cow_copies=self._copies,
-                evictions=0)
+    region = regions.reserve()
+    filled = regions.blocks(parent.region)[:num_filled]
+    copies = [(in_transit.get(b, b), dst) for b, dst in zip(filled, regions.blocks(region))]
+    for src, _ in copies: regions.ref[src // regions.size] += 1
+    return copies, region
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #059a3de3
-@patch_to(ReservationManager)
-def check(self) -> None:
+def check_regions(regions: Regions, seqs: dict, in_flight: list, max_model_len: int) -> None:
     """Each region is free or held by its owner plus the copies pending or in flight that use it; sequences
     fit their regions"""
-    R, want = self.reservation, [0] * self.num_regions
-    for src, dst, v_src, v_dst in self._in_flight:
+    R, want = regions.size, [0] * regions.num_regions
+    for src, dst, v_src, v_dst in in_flight:
         for b, v in ((src, v_src), (dst, v_dst)):
-            assert self._region_gen[b // R] == v, \
+            assert regions.gen[b // R] == v, \
                 f"region {b // R} was handed out again while an in-flight copy uses block {b}"
             want[b // R] += 1
-    for sid, s in self._seqs.items():
+    for sid, s in seqs.items():
         want[s.region] += 1
-        assert len(s.tokens) <= self.max_model_len and 0 <= s.num_computed <= len(s.tokens), \
+        assert len(s.tokens) <= max_model_len and 0 <= s.num_computed <= len(s.tokens), \
             f"seq {sid!r} outgrew its region"
         for src, _ in s.pending: want[src // R] += 1
-    assert want == self._region_ref, f"region reference counts {self._region_ref}, expected {want}"
-    assert sorted(self._free_regions) == [r for r in range(self.num_regions) if want[r] == 0], \
+    assert want == regions.ref, f"region reference counts {regions.ref}, expected {want}"
+    assert sorted(regions.free) == [r for r in range(regions.num_regions) if want[r] == 0], \
         "free regions are wrong"
-
-# %% ../../nbs/05b_reservation_baseline.ipynb #54920454
-@patch_to(ReservationManager)
-def snapshot(self) -> tuple:
-    "Everything observable about the regions, as one value: two snapshots are equal when nothing changed"
-    seqs = {s: (q.region, tuple(q.tokens), q.num_computed, tuple(q.pending)) for s, q in self._seqs.items()}
-    return (tuple(self._region_ref), tuple(self._region_gen), tuple(self._free_regions), seqs,
-            self._high_water, self._copies, tuple(self._in_flight), tuple(self._fresh or ()))
 
 # %% ../../nbs/05b_reservation_baseline.ipynb #3a2d6741
 def run_batch(manager, requests) -> dict:
