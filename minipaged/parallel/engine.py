@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['LOAD', 'START_TIMEOUT_S', 'rank_device', 'worker_main', 'Workers', 'interrupt_after', 'start_workers', 'load_parallel']
+__all__ = ['LOAD', 'START_TIMEOUT_S', 'rank_device', 'worker_main', 'left_error', 'diagnose', 'interrupt_after', 'Workers', 'start_workers', 'load_parallel']
 
 # %% ../../nbs/13_tensor_parallel.ipynb #7bbb5af8
 import contextlib, datetime, os, shutil, signal, tempfile, threading, time
@@ -21,7 +21,6 @@ from ..model.loading import Loaded, load_for_serving, model_version, text_tokeni
 from ..model.fetch import model_path
 from .group import TensorParallelError, TPGroup
 from .loading import load_shard
-from ..utils import patch_to
 
 # %% ../../nbs/13_tensor_parallel.ipynb #47a840cc
 def rank_device(device, rank: int) -> torch.device:
@@ -71,41 +70,23 @@ def worker_main(rank: int, size: int, port: int, spec: dict) -> None:
         os._exit(1)
 
 # %% ../../nbs/13_tensor_parallel.ipynb #2a8d183e
-class Workers:
-    "Rank 0's handle on the other ranks of its engine: their processes, the store they met at, the group"
-    def __init__(self, procs: list, store, tmpdir: str | None = None):
-        self.procs, self.store, self.tmpdir, self.group = procs, store, tmpdir, None
-        self.broken: str | None = None          # why the engine cannot go on, once it cannot
-        self.closed = False
-        self.lock = threading.Lock()            # one message at a time, whichever thread sends it
-
-@patch_to(Workers)
-def _left_error(self, rank: int) -> str | None:
+def left_error(store, rank: int) -> str | None:
     "The error worker `rank` wrote to the store before it exited, if it did"
     key = f'error/{rank}'
-    try: return self.store.get(key).decode() if self.store.check([key]) else None
+    try: return store.get(key).decode() if store.check([key]) else None
     except Exception: return None
 
 # %% ../../nbs/13_tensor_parallel.ipynb #78c21d29
-@patch_to(Workers)
-def _diagnose(self, error: BaseException | None) -> str:
+def diagnose(procs: list, store, error: BaseException | None) -> str:
     "What went wrong, in one line: the workers that exited (code, their error), else the collective's error"
     deadline = time.monotonic() + 1.0               # a worker that failed may still be exiting
-    for p in self.procs: p.join(max(0.0, deadline - time.monotonic()))
-    dead = [f"rank {r} exited with code {p.exitcode}" + (f" ({e})" if (e := self._left_error(r)) else '')
-            for r, p in enumerate(self.procs, 1) if p.exitcode is not None]
+    for p in procs: p.join(max(0.0, deadline - time.monotonic()))
+    dead = [f"rank {r} exited with code {p.exitcode}" + (f" ({e})" if (e := left_error(store, r)) else '')
+            for r, p in enumerate(procs, 1) if p.exitcode is not None]
     first = (str(error).splitlines() or [''])[0]
     what = 'a rank stopped answering' if 'timed out' in first.lower() else 'the step failed on rank 0'
     why = '; '.join(dead) or f"{what} ({type(error).__name__}: {first})"
     return f"tensor parallel: {why}; the engine cannot go on: shut it down and start a new one"
-
-@patch_to(Workers)
-def _check(self) -> None:
-    "Refuse to go on when shut down, broken, or a worker has exited"
-    if self.closed: raise TensorParallelError("tensor parallel: this engine was shut down")
-    if self.broken is None and any(p.exitcode is not None for p in self.procs):
-        self.broken = self._diagnose(None)
-    if self.broken: raise TensorParallelError(self.broken)
 
 # %% ../../nbs/13_tensor_parallel.ipynb #9f2cab23
 @contextlib.contextmanager
@@ -121,95 +102,100 @@ def interrupt_after():
         elif caught and old == signal.SIG_DFL: signal.raise_signal(signal.SIGINT)   # as it would have, unheld
 
 # %% ../../nbs/13_tensor_parallel.ipynb #d52221ae
-@patch_to(Workers)
-def _call(self, message: tuple, local, wait: datetime.timedelta | None = None):
-    """Broadcast `message` to the workers (waiting `wait` at most for them to take it, else the collective
-    timeout) and run rank 0's part, `local()`; a failure breaks the engine"""
-    with self.lock, interrupt_after():
-        self._check()
-        try:
-            self.group.broadcast(message, wait)
-            return local()
-        except Exception as e:
-            self.broken = self._diagnose(e)
-            raise TensorParallelError(self.broken) from e
-        except BaseException:              # interrupted part-way (off the main thread): out of step
-            self.broken = ("tensor parallel: a step was interrupted part-way, so the ranks are out of step; "
-                           "shut the engine down and start a new one")
-            raise
-
-@patch_to(Workers)
-def run(self, work, local):
-    "A step on every rank: `work` to the workers, `local()` (rank 0's part) here"
-    return self._call(('step', work), local)
-
-@patch_to(Workers)
-def execute(self, work):
-    "The engine core's executor (chapter 08's seam): `work` to the workers, and rank 0's runner on it here"
-    return self.run(work, lambda: self.runner.execute(work))
-
-# %% ../../nbs/13_tensor_parallel.ipynb #3ba0f78e
 LOAD = datetime.timedelta(minutes=30)     # for the workers to load their shares of a large checkpoint
+START_TIMEOUT_S = 120.0                   # for the workers to start: a fresh interpreter imports torch first
 
-@patch_to(Workers)
-def allocate_caches(self, cfg, backend) -> None:
-    "Every worker allocates its KV cache (as many blocks as rank 0's) and its attention backend; wait for all"
-    ws = backend.workspace
-    sizes = dict(num_blocks=cfg.num_blocks, block_size=cfg.block_size, backend=backend.name,
-                 max_rows=None if ws is None else ws.max_rows)
-    # the workers may still be loading their shares: the first message waits for them as long as a start may
-    self._call(('cache', sizes), lambda: self.group.gather(torch.ones(1)), LOAD)
+# %% ../../nbs/13_tensor_parallel.ipynb #c15492e9
+class Workers:
+    "Rank 0's handle on the other ranks of its engine: their processes, the store they met at, the group"
+    def __init__(self, procs: list, store, tmpdir: str | None = None):
+        self.procs, self.store, self.tmpdir, self.group = procs, store, tmpdir, None
+        self.broken: str | None = None          # why the engine cannot go on, once it cannot
+        self.closed, self.runner = False, None
+        self.lock = threading.Lock()            # one message at a time, whichever thread sends it
 
-@patch_to(Workers)
-def attach(self, runner: ModelRunner, cfg) -> Workers:
-    "Every worker builds its runner like rank 0's `runner` (cfg's pool); then this is the engine's executor"
-    self.allocate_caches(cfg, runner.backend)
-    self.runner = runner
-    return self
+    def _check(self) -> None:
+        "Refuse to go on when shut down, broken, or a worker has exited"
+        if self.closed: raise TensorParallelError("tensor parallel: this engine was shut down")
+        if self.broken is None and any(p.exitcode is not None for p in self.procs):
+            self.broken = diagnose(self.procs, self.store, None)
+        if self.broken: raise TensorParallelError(self.broken)
 
-@patch_to(Workers)
-def gather_kv(self, layer: int, kv_caches: list) -> list[tuple]:
-    "Layer `layer`'s (K, V) cache on every rank, rank 0's (`kv_caches`, this process's) first"
-    def local():
-        k, v = (self.group.gather(t) for t in kv_caches[layer])
-        return list(zip(k, v))
-    return self._call(('kv', layer), local)
+    def _call(self, message: tuple, local, wait: datetime.timedelta | None = None):
+        """Broadcast `message` to the workers (waiting `wait` at most for them to take it, else the collective
+        timeout) and run rank 0's part, `local()`; a failure breaks the engine"""
+        with self.lock, interrupt_after():
+            self._check()
+            try:
+                self.group.broadcast(message, wait)
+                return local()
+            except Exception as e:
+                self.broken = diagnose(self.procs, self.store, e)
+                raise TensorParallelError(self.broken) from e
+            except BaseException:              # interrupted part-way (off the main thread): out of step
+                self.broken = ("tensor parallel: a step was interrupted part-way, so the ranks are out of "
+                               "step; shut the engine down and start a new one")
+                raise
 
-# %% ../../nbs/13_tensor_parallel.ipynb #6e7d788c
-@patch_to(Workers)
-def shutdown(self) -> None:
-    """Stop the workers (kill any that does not stop within 5 s, or at once if the engine is broken) and
-    delete the temporary checkpoint, if there is one; calling it again does nothing"""
-    if self.closed: return
-    self.closed = True
-    clean = self.broken is None and self.group is not None and all(p.is_alive() for p in self.procs)
-    # a step another thread is running finishes first; one that does not (a hung rank) is not waited for long
-    if clean and self.lock.acquire(timeout=self.group.timeout.total_seconds()):
-        try: self.group.broadcast(('stop', None))
-        except Exception: clean = False
-        finally: self.lock.release()
-    else: clean = False
-    for p in self.procs:
-        p.join(5 if clean else 0)
-        if p.is_alive(): p.kill(); p.join(5)
-    if self.tmpdir: shutil.rmtree(self.tmpdir, ignore_errors=True)
+    def run(self, work, local):
+        "A step on every rank: `work` to the workers, `local()` (rank 0's part) here"
+        return self._call(('step', work), local)
 
-# %% ../../nbs/13_tensor_parallel.ipynb #edbd1451
-START_TIMEOUT_S = 120.0          # for the workers to start: a fresh interpreter imports torch first
+    def execute(self, work):
+        "The engine core's executor (chapter 08's seam): `work` to the workers, rank 0's runner on it here"
+        return self.run(work, lambda: self.runner.execute(work))
 
-@patch_to(Workers)
-def _wait_up(self) -> None:
-    "Wait until every worker has reached the store; one that exits first, or the start timeout, is an error"
-    keys, deadline = [f'up/{r}' for r in range(1, len(self.procs) + 1)], time.monotonic() + START_TIMEOUT_S
-    while not self.store.check(keys):
-        gone = [f"rank {r} exited with code {p.exitcode} while starting" for r, p in enumerate(self.procs, 1)
-                if p.exitcode is not None]
-        if gone or time.monotonic() > deadline:
-            self.shutdown()
-            hint = ' (a script must start the engine under `if __name__ == "__main__":`)' if gone else ''
-            why = '; '.join(gone) or 'the workers did not start'
-            raise TensorParallelError(f"tensor parallel: {why}{hint}")
-        time.sleep(0.02)
+    def allocate_caches(self, cfg, backend) -> None:
+        "Every worker allocates its KV cache (rank 0's blocks) and attention backend; wait for all"
+        ws = backend.workspace
+        sizes = dict(num_blocks=cfg.num_blocks, block_size=cfg.block_size, backend=backend.name,
+                     max_rows=None if ws is None else ws.max_rows)
+        # the workers may still be loading their shares: the first message waits as long as a load may
+        self._call(('cache', sizes), lambda: self.group.gather(torch.ones(1)), LOAD)
+
+    def attach(self, runner: ModelRunner, cfg) -> Workers:
+        "Every worker builds a runner like rank 0's `runner` (cfg's pool); then this is the engine's executor"
+        self.allocate_caches(cfg, runner.backend)
+        self.runner = runner
+        return self
+
+    def gather_kv(self, layer: int, kv_caches: list) -> list[tuple]:
+        "Layer `layer`'s (K, V) cache on every rank, rank 0's (`kv_caches`, this process's) first"
+        def local():
+            k, v = (self.group.gather(t) for t in kv_caches[layer])
+            return list(zip(k, v))
+        return self._call(('kv', layer), local)
+
+    def wait_up(self) -> None:
+        "Wait until every worker reached the store; one that exits first, or the start timeout, is an error"
+        keys = [f'up/{r}' for r in range(1, len(self.procs) + 1)]
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self.store.check(keys):
+            gone = [f"rank {r} exited with code {p.exitcode} while starting"
+                    for r, p in enumerate(self.procs, 1) if p.exitcode is not None]
+            if gone or time.monotonic() > deadline:
+                self.shutdown()
+                hint = ' (a script must start the engine under `if __name__ == "__main__":`)' if gone else ''
+                why = '; '.join(gone) or 'the workers did not start'
+                raise TensorParallelError(f"tensor parallel: {why}{hint}")
+            time.sleep(0.02)
+
+    def shutdown(self) -> None:
+        """Stop the workers (kill any that does not stop within 5 s, or at once if the engine is broken) and
+        delete the temporary checkpoint, if there is one; calling it again does nothing"""
+        if self.closed: return
+        self.closed = True
+        clean = self.broken is None and self.group is not None and all(p.is_alive() for p in self.procs)
+        # a step another thread runs finishes first; one that does not (a hung rank) is not waited for long
+        if clean and self.lock.acquire(timeout=self.group.timeout.total_seconds()):
+            try: self.group.broadcast(('stop', None))
+            except Exception: clean = False
+            finally: self.lock.release()
+        else: clean = False
+        for p in self.procs:
+            p.join(5 if clean else 0)
+            if p.is_alive(): p.kill(); p.join(5)
+        if self.tmpdir: shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 # %% ../../nbs/13_tensor_parallel.ipynb #99d34ab1
 def start_workers(path, config, cfg, tmpdir: str | None = None) -> Workers:
@@ -225,7 +211,7 @@ def start_workers(path, config, cfg, tmpdir: str | None = None) -> Workers:
     workers = Workers(procs, store, tmpdir)
     try:                                       # whatever goes wrong from here (Ctrl-C too), nothing is left
         for p in procs: p.start()
-        workers._wait_up()
+        workers.wait_up()
         workers.group = TPGroup(store, 0, tp, timeout, rank_device(cfg.device, 0))
     except BaseException: workers.shutdown(); raise
     return workers
