@@ -67,6 +67,8 @@ class EngineConfig:
     seed: int = field(default=0, metadata={'help': 'seeds the samples that bring no seed of their own'})
     allocator: str = field(default='paged', metadata={
         'help': "'reserved': chapter 05b's max_model_len reservation per request"})
+    watermark: float = field(default=0.01, metadata={
+        'help': "the share of the pool admission keeps free for the running requests' next tokens"})
     batching: str = field(default='continuous', metadata={
         'help': "'static': chapter 06's request-level batching"})
     speculative_config: object = field(default=None, metadata={
@@ -86,6 +88,7 @@ class EngineConfig:
         for k in ('enable_prefix_caching', 'enable_chunked_prefill'): check_bool(k, getattr(self, k))
         put('seed', check_int('seed', self.seed, 0, 2**63 - 1))
         put('tensor_parallel_size', check_int('tensor_parallel_size', self.tensor_parallel_size, 1, 1024))
+        put('watermark', check_number('watermark', self.watermark, 0, 1))
         put('collective_timeout_s', check_number('collective_timeout_s', self.collective_timeout_s, 0,
                                                  low_open=True))
         for k in CHOICES: _check_choice(k, getattr(self, k))

@@ -15,12 +15,9 @@ from .step_rows import (schedule_decodes, schedule_prefills, update_chunks, upda
                                         update_verified)
 
 # %% auto #0
-__all__ = ['WATERMARK', 'RequestQueues', 'Scheduler', 'StepPlanner', 'check_scheduler', 'pick_victim']
+__all__ = ['RequestQueues', 'Scheduler', 'StepPlanner', 'check_scheduler', 'pick_victim']
 
 # %% ../../nbs/06_scheduler.ipynb #ba3002f5
-# of the pool, kept free for the running requests' next tokens (not an EngineConfig field yet)
-WATERMARK = 0.01
-
 def _check_config(config: EngineConfig) -> None:
     "Refuse a config the scheduler cannot run on, naming the field"
     if config.max_model_len is None:
@@ -99,7 +96,7 @@ class Scheduler(RequestQueues):
         _check_config(config)
         super().__init__(block_manager, config.policy)
         self.config = config
-        self.watermark_blocks = math.ceil(WATERMARK * block_manager.num_blocks)   # admission keeps them free
+        self.watermark_blocks = math.ceil(config.watermark * block_manager.num_blocks)   # admission's reserve
     @property
     def max_num_seqs(self) -> int: return self.config.max_num_seqs
     def _rejection(self, req: Request) -> str | None: return rejection(req, self.config, self.bm)
