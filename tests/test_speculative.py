@@ -121,8 +121,8 @@ def test_rejected_guess_never_cached():
             req = llm.scheduler.requests.get(rid)
             if req is None: continue
             for i, b in enumerate(seq.blocks):
-                if bm._key[b] is not None:
-                    assert list(bm._content[b][2]) == req.all_token_ids[i * 2:(i + 1) * 2], 'a guess was cached'
+                if bm.cache.key[b] is not None:
+                    assert list(bm.cache.content[b][2]) == req.all_token_ids[i * 2:(i + 1) * 2], 'a guess was cached'
                     seen.append(b)
     llm.scheduler._update_verified = watched
     outs = llm.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=24))
