@@ -43,7 +43,8 @@ def _device_name(device) -> str:
 @dataclass(frozen=True)
 class EngineConfig:
     """Every setting of the engine, with its default and what it means (`metadata['help']`, which the
-    command line's options show); checked when it is made, and so is `replace(config, ...)`"""
+    command line's options show); checked when it is made, and so is `replace(config, ...)` (the keys of
+    speculative_config: by chapter 11, when an engine is built)"""
     block_size: int = field(default=16, metadata={'help': 'token slots per KV block (a page)'})
     num_blocks: int | None = field(default=None, metadata={
         'help': "blocks in the KV pool (default: as many as chapter 00's budget leaves)"})
@@ -89,9 +90,13 @@ class EngineConfig:
         put('seed', check_int('seed', self.seed, 0, 2**63 - 1))
         put('tensor_parallel_size', check_int('tensor_parallel_size', self.tensor_parallel_size, 1, 1024))
         put('watermark', check_number('watermark', self.watermark, 0, 1))
+        if self.watermark == 1: raise ValueError("watermark must be below 1 (a pool kept whole admits none)")
         put('collective_timeout_s', check_number('collective_timeout_s', self.collective_timeout_s, 0,
                                                  low_open=True))
         for k in CHOICES: _check_choice(k, getattr(self, k))
         put('device', _device_name(self.device))
         put('dtype', _compute_dtype(self.dtype))
-        # speculative_config is chapter 11's to check: `LLM` has it checked when it builds the speculator
+        spec = self.speculative_config     # its keys are chapter 11's to check, when an engine is built
+        if not (spec is None or isinstance(spec, dict) or hasattr(spec, 'num_speculative_tokens')):
+            raise ValueError(f"speculative_config must be a dict (chapter 11's keys) or a SpeculativeConfig, "
+                             f"got {type(spec).__name__}")

@@ -108,7 +108,7 @@ class CheckedRequest:
     cache_salt: object
     priority: int
 
-# %% ../../nbs/08_engine.ipynb #fca7c222
+# %% ../../nbs/08_engine.ipynb #4615a35e
 def check_request(prompt, params, limits: Limits, request_id=None, arrival_time=None, cache_salt=None,
                   priority=0) -> CheckedRequest:
     "Every argument of `add_request` checked and normalised; changes nothing"
@@ -117,9 +117,9 @@ def check_request(prompt, params, limits: Limits, request_id=None, arrival_time=
     if not (cache_salt is None or isinstance(cache_salt, (str, bytes)) or is_int(cache_salt)):
         raise ValueError(f"cache_salt must be a str, bytes, an int or None, got {cache_salt!r}")
     now = time.perf_counter() if arrival_time is None else check_number('arrival_time', arrival_time)
-    salt = int(cache_salt) if is_int(cache_salt) else cache_salt
+    salt, priority = int(cache_salt) if is_int(cache_salt) else cache_salt, check_int('priority', priority)
     return CheckedRequest(ids, text, params, None if request_id is None else check_id(request_id), now, salt,
-                          check_int('priority', priority))
+                          priority)
 
 # %% ../../nbs/08_engine.ipynb #62a91479
 def as_prompts(prompts) -> list:

@@ -6,7 +6,7 @@ tokenizer and the version the prefix cache keys"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['model_version', 'text_tokenizer', 'Loaded', 'check_model_arg', 'load_for_serving']
+__all__ = ['model_version', 'check_tokenizer_arg', 'text_tokenizer', 'Loaded', 'check_model_arg', 'load_for_serving']
 
 # %% ../../nbs/08_engine.ipynb #23d7dd7b
 from dataclasses import dataclass, replace
@@ -25,13 +25,17 @@ def model_version(source, m: CausalLM) -> str:
                else f"in-memory:{id(m):x}")
     return version + f";{next(m.parameters()).dtype}"
 
-# %% ../../nbs/08_engine.ipynb #e0722b79
+# %% ../../nbs/08_engine.ipynb #035bef9d
+def check_tokenizer_arg(tokenizer) -> None:
+    "Refuse a `tokenizer` argument without `encode` and `decode` (None: the checkpoint's, if it has one)"
+    if tokenizer is not None and not (hasattr(tokenizer, 'encode') and hasattr(tokenizer, 'decode')):
+        raise ValueError(f"tokenizer must have encode and decode methods, got {type(tokenizer).__name__}")
+
 def text_tokenizer(tokenizer, path, vocab_size: int):
     "The engine's tokenizer: the one given (a `TextTokenizer`, its vocabulary checked), else the checkpoint's"
     if tokenizer is None:    # tokenizer.json, tokenizer_config.json, chat_template.jinja: the text section
         return None if path is None else load_tokenizer(path, vocab_size)
-    if tokenizer is not None and not (hasattr(tokenizer, 'encode') and hasattr(tokenizer, 'decode')):
-        raise ValueError(f"tokenizer must have encode and decode methods, got {type(tokenizer).__name__}")
+    check_tokenizer_arg(tokenizer)
     if isinstance(tokenizer, TextTokenizer): return tokenizer
     return check_vocab(TextTokenizer(tokenizer), vocab_size, 'tokenizer')
 

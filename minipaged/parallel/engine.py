@@ -235,7 +235,7 @@ def load_parallel(model, cfg, tokenizer) -> tuple:
         config, name = checkpoint_config(path, cfg.dtype), str(path.resolve())
         tokenizer = text_tokenizer(tokenizer, path, config.shape.vocab_size)
     else:                                                  # not on disk yet: every rank reads one written now
-        whole = load_for_serving(model, cfg.dtype, tokenizer, 'cpu')
+        whole = load_for_serving(model, cfg.dtype, tokenizer, rank_device(cfg.device, 0))
         tokenizer, name = whole.tokenizer, whole.name
         shard_shape(whole.model.config.shape, cfg.tensor_parallel_size)
         tmpdir = tempfile.mkdtemp(prefix='minipaged-tp-')
