@@ -148,7 +148,7 @@ def make_speculator(cfg: EngineConfig, runner: ModelRunner):
     from minipaged.speculative.speculators import make_speculator as make
     return make(cfg.speculative_config, cfg, runner)
 
-# %% ../nbs/08_engine.ipynb #d9600e91
+# %% ../nbs/08_engine.ipynb #041b29bc
 class LLM:
     """A small paged-attention inference engine: `generate` and `chat` for batches,
     `add_request`/`step`/`abort` for streaming"""
@@ -170,13 +170,12 @@ class LLM:
             plan = MemoryPlan(self.config.shape, self.backend, self.device, guesses, draft)
             dtype = str(next(self.model.parameters()).dtype).removeprefix('torch.')
             cfg = self.engine_config = plan.resolve(cfg, self.config.max_position_embeddings, dtype)
-            self.memory, self.budget = plan, plan.budget
+            self.memory = plan
             plan.check_fits(cfg)
             self.block_manager = make_allocator(cfg, self.config.shape, self.model_id, self.model_version)
             self.scheduler = Scheduler(self.block_manager, cfg)
             self.runner = ModelRunner(self.model, cfg.num_blocks, cfg.block_size, self.backend, self.device,
                                       self.rank_shape)
-            self.kv_caches = self.runner.kv_caches
             executor = self.runner if self.workers is None else self.workers.attach(self.runner, cfg)
             self.speculator = make_speculator(cfg, self.runner)
             rope = (self.config.shape.max_position_embeddings or 2048) if self.model.dynamic_rope else None
@@ -215,6 +214,10 @@ class LLM:
 
     @property
     def last_batch(self): return self.core.last_batch    # the last step's plan, with chapter 06's decisions
+    @property
+    def budget(self): return self.memory.budget     # chapter 00's estimate (None: num_blocks was given)
+    @property
+    def kv_caches(self) -> list: return self.runner.kv_caches
     @property
     def workspace_bytes(self) -> int: return self.memory.workspace_bytes(self.engine_config)   # a budget term
 

@@ -19,16 +19,16 @@ from .request import FinishReason, Request, ScheduledBatch, Status
 from .runner import Executor, plan_work
 from .sampler import sample_tokens, SamplingParams, token_logprobs
 
-# %% ../../nbs/08_engine.ipynb #c4d6debe
+# %% ../../nbs/08_engine.ipynb #e4df533a
 class Speculator(Protocol):
     "What the core asks of speculative decoding (chapter 11): guesses before a plan, a verdict after the step"
-    def propose(self, running: list[Request], groups: dict) -> None: ...   # sets requests' spec_token_ids
+    def propose(self, running, groups: dict) -> None: ...   # sets the running requests' spec_token_ids
     def accept(self, req: Request, logits, params: SamplingParams, generator) -> list[int]: ...
     def release(self, running: dict) -> None: ...                          # forget what no longer runs
 
 class NoSpeculation:
     "The core's speculator when none is plugged in: no guesses, so nothing to accept or release"
-    def propose(self, running: list[Request], groups: dict) -> None: pass
+    def propose(self, running, groups: dict) -> None: pass
     def accept(self, req, logits, params, generator): raise RuntimeError('no speculator: nothing was guessed')
     def release(self, running: dict) -> None: pass
 
@@ -149,7 +149,7 @@ class StepResult:
     counts: dict = field(default_factory=dict)      # verifying sample id -> how many tokens it got
     emitting: list = field(default_factory=list)    # requests whose rows reached their last token
 
-# %% ../../nbs/08_engine.ipynb #e4036d80
+# %% ../../nbs/08_engine.ipynb #7361b2eb
 class EngineCore:
     "Request groups in (`add`), one iteration (`step`): schedule, run, sample, update, outputs; `abort`"
     def __init__(self, scheduler, block_manager, executor: Executor, tokenizer, eos_ids: frozenset, seed: int,
@@ -179,7 +179,7 @@ class EngineCore:
     def step(self, partial: bool = True) -> list[RequestOutput]:
         "One iteration; the outputs of the requests that finished (`partial`: those with a new token too)"
         sch = self.scheduler
-        self.speculator.propose(list(sch.running.values()), self.groups)      # guesses to verify (ch. 11)
+        self.speculator.propose(sch.running.values(), self.groups)      # guesses to verify (ch. 11)
         batch = self.last_batch = sch.schedule(time.perf_counter())
         res = self.run(batch)
         now = time.perf_counter()

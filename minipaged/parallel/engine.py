@@ -47,7 +47,7 @@ def _serve(group: TPGroup, model, device) -> None:
             runner = _allocate(model, model.tp_size, arg, device)
             group.gather(torch.ones(1))                          # allocated: rank 0 may go on
         elif kind == 'step':
-            with torch.inference_mode(): runner.execute(arg)
+            runner.execute(arg)                                  # under inference mode, as rank 0's
         elif kind == 'kv':
             for t in runner.kv_caches[arg]: group.gather(t)
 

@@ -139,7 +139,7 @@ class SpeculatorBase:
                 reqs.append(r); ks.append(k)
         return reqs, ks
 
-    def propose(self, running: list, groups: dict) -> None:
+    def propose(self, running, groups: dict) -> None:
         "Before the plan: fresh guesses for the requests that may guess, or none in a step too large to pay"
         self.groups = groups
         for r in running: r.spec_token_ids = []
