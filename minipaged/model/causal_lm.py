@@ -10,24 +10,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from ..accounting.budget import ModelShape
-from ..attention.cache import allocate_kv_cache, check_slot_mapping, write_kv
+from ..attention.cache import allocate_kv_cache, check_slot_mapping
 from ..attention.backend import (attention_calls, AttentionMetadata, last_token_calls,
                                       select_attention_backend)
 from .config import ModelConfig
+from .ops import ModelOps, rms_norm, rope_and_cache, silu_mul, TORCH_OPS
 from .rope import apply_rope, cos_sin, rope_lengths, rope_table, scaled_inv_freq
 
 # %% auto #0
 __all__ = ['RMSNorm', 'Attention', 'MLP', 'DecoderLayer', 'CausalLM', 'random_model', 'allocate_model_cache',
            'single_sequence_metadata', 'contiguous_forward']
 
-# %% ../../nbs/07_model.ipynb #4bac43c2
+# %% ../../nbs/07_model.ipynb #83f2335e
 class RMSNorm(nn.Module):
-    "Root-mean-square normalisation with a learned scale, computed in float32"
+    "Root-mean-square normalisation with a learned scale (`rms_norm`): the weights a checkpoint holds"
     def __init__(self, dim: int, eps: float):
         super().__init__(); self.weight, self.eps = nn.Parameter(torch.ones(dim)), eps
-    def forward(self, x):
-        h = x.float()
-        return self.weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
+    def forward(self, x): return rms_norm(x, self.weight, self.eps)
 
 # %% ../../nbs/07_model.ipynb #cf57eddf
 class Attention(nn.Module):
@@ -40,17 +39,19 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(s.hidden_size, s.num_kv_heads * s.head_dim, bias=s.attention_bias)
         self.o_proj = nn.Linear(s.num_q_heads * s.head_dim, s.hidden_size, bias=False)
 
-    def forward(self, x, cos, sin, meta: AttentionMetadata, kv_cache, calls: list, rows=None):
+    def forward(self, x, cos, sin, meta: AttentionMetadata, kv_cache, calls: list, rows=None,
+                rope_and_cache=rope_and_cache):
         "Write every token's K/V; attend for every token, or only for `rows` (then `calls` covers just those)"
-        T = x.shape[0]
-        k = apply_rope(self.k_proj(x).view(T, self.num_kv_heads, self.head_dim), cos, sin)
+        T, (k_cache, v_cache) = x.shape[0], kv_cache
+        k = self.k_proj(x).view(T, self.num_kv_heads, self.head_dim)
         v = self.v_proj(x).view(T, self.num_kv_heads, self.head_dim)
-        k_cache, v_cache = kv_cache
-        # the model checked it once for all layers
-        write_kv(k_cache, v_cache, k, v, meta.slot_mapping, checked=True)
-        if rows is not None: x, cos, sin = x[rows], cos[rows], sin[rows]
+        q = None if rows is not None else self.q_proj(x).view(T, self.num_heads, self.head_dim)
+        # the slots: the model checked them once for all layers
+        q, k = rope_and_cache(q, k, v, cos, sin, k_cache, v_cache, meta.slot_mapping)
+        if rows is not None:
+            x, cos, sin = x[rows], cos[rows], sin[rows]
+            q = apply_rope(self.q_proj(x).view(x.shape[0], self.num_heads, self.head_dim), cos, sin)
         n = x.shape[0]
-        q = apply_rope(self.q_proj(x).view(n, self.num_heads, self.head_dim), cos, sin)
         # decodes, then prefill chunks
         outs = [fn(q[r], k_cache, v_cache, *args, **kw) for fn, r, args, kw in calls]
         # no rows wanted: nothing to attend
@@ -65,21 +66,27 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(s.hidden_size, s.intermediate_size, bias=False)
         self.up_proj = nn.Linear(s.hidden_size, s.intermediate_size, bias=False)
         self.down_proj = nn.Linear(s.intermediate_size, s.hidden_size, bias=False)
-    def forward(self, x): return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+    def forward(self, x, silu_mul=silu_mul):
+        return self.down_proj(silu_mul(self.gate_proj(x), self.up_proj(x)))
 
 # %% ../../nbs/07_model.ipynb #25d7456d
 class DecoderLayer(nn.Module):
-    "Pre-norm residual block: attention, then MLP"
+    "Pre-norm residual block: attention, then MLP; the residual stream kept apart"
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         s = cfg.shape
         self.input_layernorm = RMSNorm(s.hidden_size, cfg.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(s.hidden_size, cfg.rms_norm_eps)
         self.self_attn, self.mlp = Attention(s), MLP(s)
-    def forward(self, x, cos, sin, meta, kv_cache, calls, rows=None):
-        x = (x if rows is None else x[rows]) + self.self_attn(self.input_layernorm(x), cos, sin, meta,
-                                                              kv_cache, calls, rows)
-        return x + self.mlp(self.post_attention_layernorm(x))
+    def forward(self, x, residual, cos, sin, meta, kv_cache, calls, rows=None, ops: ModelOps = TORCH_OPS):
+        "`(x, residual)` in (None: the first layer's), `(x, residual)` out: the layer's output is their sum"
+        n1, n2 = self.input_layernorm, self.post_attention_layernorm
+        if residual is None: h, residual = ops.rms_norm(x, n1.weight, n1.eps), x
+        else: h, residual = ops.rms_norm(x, n1.weight, n1.eps, residual)
+        h = self.self_attn(h, cos, sin, meta, kv_cache, calls, rows, ops.rope_and_cache)
+        if rows is not None: residual = residual[rows]
+        h, residual = ops.rms_norm(h, n2.weight, n2.eps, residual)
+        return self.mlp(h, ops.silu_mul), residual
 
 # %% ../../nbs/07_model.ipynb #9b035c05
 class _Decoder(nn.Module):
@@ -133,6 +140,7 @@ class CausalLM(nn.Module):
         self.register_buffer('rope_cos', cos, persistent=False)
         self.register_buffer('rope_sin', sin, persistent=False)
         self.dynamic_rope = cfg.rope_scaling is not None and cfg.rope_scaling.rope_type == 'dynamic'
+        self.ops = TORCH_OPS        # the layers' elementwise steps (chapter 14's kernels may replace them)
 
     def rotary(self, positions: torch.Tensor, lengths: torch.Tensor | None = None) -> tuple:
         """cos, sin `[tokens, head_dim]` of these positions: the table's rows; under dynamic scaling, tokens
@@ -142,24 +150,27 @@ class CausalLM(nn.Module):
         return _dynamic_rope(self.config, cos, sin, positions, lengths)
 
     def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None,
-                last_of=None) -> torch.Tensor:
+                last_of=None, check: bool = True) -> torch.Tensor:
         """Hidden states `[num_tokens, hidden]` of the packed new tokens — or, given `last_of` (sequence
-        indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`"""
+        indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`.
+        `check=False`: the slot mapping is trusted (a caller that built it, and reads nothing back: ch. 15)"""
         k0, backend = kv_caches[0][0], backend or select_attention_backend('torch')
         last_of = _rows_wanted(meta, last_of, k0.device)
-        _check_slots(input_ids, meta, k0)
+        if check: _check_slots(input_ids, meta, k0)
         # planned once, used by every layer
         calls = attention_calls(meta, backend, k0)
         cos, sin = self.rotary(meta.positions, rope_lengths(meta) if self.dynamic_rope else None)
         x = self.model.embed_tokens(input_ids)
         layers = list(zip(self.model.layers, kv_caches))
         if last_of is not None: (last, last_kv), layers = layers[-1], layers[:-1]
-        for layer, kv in layers: x = layer(x, cos, sin, meta, kv, calls)
+        residual, ops = None, self.ops
+        for layer, kv in layers: x, residual = layer(x, residual, cos, sin, meta, kv, calls, ops=ops)
         # the last layer: only the rows that will be sampled
         if last_of is not None:
             rows, last_calls = last_token_calls(meta, backend, k0, last_of)
-            x = last(x, cos, sin, meta, last_kv, last_calls, rows)
-        return self.model.norm(x)
+            x, residual = last(x, residual, cos, sin, meta, last_kv, last_calls, rows, ops)
+        norm = self.model.norm
+        return ops.rms_norm(x, norm.weight, norm.eps, residual)[0]
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         "float32 logits of the given hidden rows"
