@@ -11,17 +11,17 @@ from dataclasses import dataclass, replace
 from .shape import (
     canonical_dtype, DTYPE_ALIASES, DTYPE_BYTES, dtype_bytes, kv_bytes, kv_bytes_per_token, ModelShape,
     param_count, preset, PRESET_CONFIGS, shape_from_hf_config, weight_bytes)
-from ..utils import cdiv, check_count, check_positive, fmt_bytes, MiB
+from ..utils import cdiv, check_count, check_number, check_positive, fmt_bytes, MiB
 # the shape's names stay importable from here, where the later chapters import them
 _all_ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes',
          'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count', 'weight_bytes',
          'shape_from_hf_config', 'preset']
 
 # %% auto #0
-__all__ = ['prefill_activation_bytes', 'MemoryBudget', 'memory_budget', 'shard_shape', 'all_reduce_bytes', 'CapacityEstimate',
-           'capacity', 'DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes',
-           'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count', 'weight_bytes', 'shape_from_hf_config',
-           'preset']
+__all__ = ['MEASURABLE', 'prefill_activation_bytes', 'MemoryBudget', 'memory_budget', 'shard_shape', 'all_reduce_bytes',
+           'CapacityEstimate', 'capacity', 'gpu_memory', 'DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS',
+           'canonical_dtype', 'dtype_bytes', 'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count',
+           'weight_bytes', 'shape_from_hf_config', 'preset']
 
 # %% ../../nbs/00_kv_budget.ipynb #b3f34606
 def prefill_activation_bytes(shape: ModelShape, num_tokens: int, num_seqs: int = 1) -> int:
@@ -159,27 +159,38 @@ class CapacityEstimate:
         return '\n'.join(lines)
 
 # %% ../../nbs/00_kv_budget.ipynb #b0f3653c
-def _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, headroom_frac) -> dict:
+MEASURABLE = ('weights', 'prefill_activations')      # the terms a device can measure in place of estimates
+
+def _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, headroom_frac,
+                 measured: dict | None = None) -> dict:
     "The bytes a device gives up before any KV: weights, one step's activations, workspace, headroom"
-    return dict(weights=weight_bytes(shape),
-                prefill_activations=prefill_activation_bytes(shape, max_num_batched_tokens),
+    measured = measured or {}
+    if unknown := set(measured) - set(MEASURABLE):
+        raise ValueError(f"measured may hold {', '.join(MEASURABLE)}, got {', '.join(sorted(unknown))}")
+    m = {k: check_count(k, v) for k, v in measured.items()}
+    return dict(weights=m.get('weights', weight_bytes(shape)),
+                prefill_activations=m.get('prefill_activations',
+                                          prefill_activation_bytes(shape, max_num_batched_tokens)),
                 workspace=workspace_bytes, headroom=math.ceil(headroom_frac * memory_bytes))
 
 # %% ../../nbs/00_kv_budget.ipynb #dfb660ea
 def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16,
              max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
              workspace_bytes: int = 256 * MiB, headroom_frac: float = 0.10, speculative_tokens: int = 0,
-             draft: ModelShape | None = None, tensor_parallel_size: int = 1) -> CapacityEstimate:
+             draft: ModelShape | None = None, tensor_parallel_size: int = 1,
+             measured: dict | None = None) -> CapacityEstimate:
     """Concurrent requests whose retained lengths follow the declared sample `lengths` that fit in
     `memory_bytes` (with `speculative_tokens` guesses each, a `draft` model's weights and KV: chapter 11;
-    on each of `tensor_parallel_size` devices of that memory: the per-rank budget below)"""
+    on each of `tensor_parallel_size` devices of that memory: the per-rank budget below; `measured` terms
+    replace their estimates)"""
     lengths = [check_positive('length', n) for n in lengths]
     if not lengths: raise ValueError("lengths must hold at least one value of the declared distribution")
     check_positive('memory_bytes', memory_bytes); check_positive('block_size', block_size)
     max_len = check_positive('max_model_len', max_model_len or max(lengths))
     k = check_count('speculative_tokens', speculative_tokens)
     shape, tp = shard_shape(shape, tensor_parallel_size), tensor_parallel_size
-    fixed = _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, headroom_frac)
+    fixed = _fixed_terms(shape, memory_bytes, max_num_batched_tokens, workspace_bytes, headroom_frac,
+                         measured)
     if tp > 1: fixed['all_reduce'] = all_reduce_bytes(shape, max_num_batched_tokens)
     if draft is not None: fixed['draft_weights'] = weight_bytes(draft)
     pool = memory_bytes - sum(fixed.values())
@@ -191,3 +202,18 @@ def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16
     excludes = tuple(x for x in MemoryBudget.excludes if tp == 1 or 'tensor parallel' not in x)
     return CapacityEstimate(memory_bytes, fixed, pool, per_req, table, int(pool // (per_req + spec + table)),
                             spec, excludes)
+
+# %% ../../nbs/00_kv_budget.ipynb #c76ccf38
+def gpu_memory(total_bytes: int, gpu_memory_utilization: float = 0.9, free_bytes: int | None = None,
+               loaded_bytes: int = 0) -> int:
+    """The memory an engine may use on a GPU of `total_bytes`: its `gpu_memory_utilization` share, refused
+    when what it has still to allocate (all but the `loaded_bytes` on the device) exceeds `free_bytes`"""
+    total = check_positive('total_bytes', total_bytes)
+    u = check_number('gpu_memory_utilization', gpu_memory_utilization, 0, 1, low_open=True)
+    memory, loaded = int(u * total), check_count('loaded_bytes', loaded_bytes)
+    if free_bytes is not None and memory - loaded > free_bytes:     # one line: the CLI prints it
+        raise ValueError(f"gpu_memory_utilization {u:g}: the engine's share, {fmt_bytes(memory)} of the "
+                         f"device's {fmt_bytes(total)}, needs {fmt_bytes(memory - loaded)} beyond the "
+                         f"{fmt_bytes(loaded)} of weights loaded, and {fmt_bytes(free_bytes)} is free "
+                         "(other processes hold the rest): lower it, or free the device")
+    return memory

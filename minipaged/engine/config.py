@@ -34,7 +34,8 @@ def _check_choice(k: str, v) -> None:
         raise ValueError(f"{k} must be one of {', '.join(map(repr, CHOICES[k]))}, got {v!r}")
 
 def _device_name(device) -> str:
-    "The name of a torch device (`'cuda:1'`, `torch.device('cpu')`), or an error"
+    "The name of a torch device (`'cuda:1'`, `torch.device('cpu')`; `'auto'`: CUDA if present), or an error"
+    if isinstance(device, str) and device == 'auto': return 'cuda' if torch.cuda.is_available() else 'cpu'
     try: return str(torch.device(device))
     except (RuntimeError, TypeError):
         raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got {device!r}") from None
@@ -58,11 +59,18 @@ class EngineConfig:
         'help': 'chunked prefill: a long prompt is split across steps'})
     attention_backend: str = field(default='auto', metadata={
         'help': "'auto': Triton on a GPU, SDPA elsewhere"})
-    device: str = field(default='cpu', metadata={'help': "any torch device ('cuda:1' too)"})
+    enforce_eager: bool = field(default=False, metadata={
+        'help': 'never capture CUDA graphs: run every step eagerly (CUDA graphs are only captured on a CUDA '
+                'device)'})
+    device: str = field(default='auto', metadata={
+        'help': "'auto': CUDA where present, else the CPU; or any torch device ('cuda:1' too)"})
     dtype: str | None = field(default=None, metadata={
         'help': "of the weights and activations (default: the model's own)"})
     memory_bytes: int | None = field(default=None, metadata={
-        'help': "the budget's memory (default: a GPU's total; a CPU's: 256 MiB of KV)"})
+        'help': "the budget's memory (default: gpu_memory_utilization of a GPU; a CPU's: 256 MiB of KV)"})
+    gpu_memory_utilization: float = field(default=0.9, metadata={
+        'help': "the share of a GPU's total memory this engine may use: weights, activations, workspace, "
+                "headroom and the KV pool, which is what is left (chapter 00)"})
     policy: str = field(default='fcfs', metadata={
         'help': "the waiting queue's order: arrival, or (priority, arrival)"})
     seed: int = field(default=0, metadata={'help': 'seeds the samples that bring no seed of their own'})
@@ -86,10 +94,13 @@ class EngineConfig:
             put(k, check_int(k, getattr(self, k), 1, 2**62))
         for k in ('num_blocks', 'max_model_len', 'memory_bytes'):
             if getattr(self, k) is not None: put(k, check_int(k, getattr(self, k), 1, 2**62))
-        for k in ('enable_prefix_caching', 'enable_chunked_prefill'): check_bool(k, getattr(self, k))
+        for k in ('enable_prefix_caching', 'enable_chunked_prefill', 'enforce_eager'):
+            check_bool(k, getattr(self, k))
         put('seed', check_int('seed', self.seed, 0, 2**63 - 1))
         put('tensor_parallel_size', check_int('tensor_parallel_size', self.tensor_parallel_size, 1, 1024))
         put('watermark', check_number('watermark', self.watermark, 0, 1))
+        put('gpu_memory_utilization', check_number('gpu_memory_utilization', self.gpu_memory_utilization,
+                                                   0, 1, low_open=True))
         if self.watermark == 1: raise ValueError("watermark must be below 1 (a pool kept whole admits none)")
         put('collective_timeout_s', check_number('collective_timeout_s', self.collective_timeout_s, 0,
                                                  low_open=True))

@@ -5,16 +5,18 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['CPU_KV_BYTES', 'available_memory', 'MemoryPlan']
+__all__ = ['CPU_KV_BYTES', 'available_memory', 'loaded_bytes', 'largest_step', 'activation_peak', 'measure', 'MemoryPlan']
 
 # %% ../../nbs/08_engine.ipynb #370d9a3f
-import math
+import itertools, math
 from dataclasses import replace
 import torch
-from ..accounting.budget import capacity, shard_shape
+from ..accounting.budget import capacity, gpu_memory, shard_shape, weight_bytes
 from ..attention.cpu import gather_rows_bound
 from .config import EngineConfig
-from ..utils import fmt_bytes, MiB
+from .runner import batch_metadata
+from ..model.causal_lm import allocate_model_cache
+from ..utils import cdiv, fmt_bytes, MiB
 
 # %% ../../nbs/08_engine.ipynb #fe01163f
 CPU_KV_BYTES = 256 * MiB     # a CPU engine's KV pool when memory_bytes is not given
@@ -28,13 +30,54 @@ def available_memory(device) -> int | None:
             return next(int(l.split()[1]) * 1024 for l in f if l.startswith('MemAvailable:'))
     except (OSError, StopIteration): return None
 
+# %% ../../nbs/08_engine.ipynb #00637104
+def loaded_bytes(model) -> int:
+    "Bytes a model holds as loaded: its parameters (a tied embedding once) and buffers (the RoPE tables)"
+    return sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+
+def largest_step(model, cfg: EngineConfig, device) -> tuple:
+    """The largest step `cfg` allows, as vLLM profiles it: `max_num_batched_tokens` prompt tokens split
+    evenly over `max_num_seqs` sequences of at most the context; (ids, metadata, kv_caches, last_of)"""
+    L = min(cfg.max_model_len or math.inf, model.config.max_position_embeddings)
+    S = min(cfg.max_num_seqs, cfg.max_num_batched_tokens)
+    T, B = min(cfg.max_num_batched_tokens, S * L), cfg.block_size
+    lens = [T // S + (i < T % S) for i in range(S)]
+    first = [0, *itertools.accumulate(cdiv(n, B) for n in lens)]        # each sequence's first block
+    slots = [b * B + p for b, n in zip(first, lens) for p in range(n)]
+    tables = [list(range(b, b + cdiv(n, B))) for b, n in zip(first, lens)]
+    meta = batch_metadata([p for n in lens for p in range(n)], slots, tables, lens,
+                          [0, *itertools.accumulate(lens)], device)
+    caches = allocate_model_cache(model.config, first[-1], B, device=device)
+    return torch.zeros(T, dtype=torch.int64, device=device), meta, caches, list(range(S))
+
+# %% ../../nbs/08_engine.ipynb #7242d60f
+def activation_peak(model, cfg: EngineConfig, backend=None) -> int:
+    "Bytes the largest step allocates beyond what was allocated before it, measured on the model's GPU"
+    device = next(model.parameters()).device
+    ids, meta, caches, last_of = largest_step(model, cfg, device)
+    torch.cuda.synchronize(device); torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    with torch.inference_mode(): model.compute_logits(model(ids, meta, caches, backend, last_of=last_of))
+    torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device) - before
+    del ids, meta, caches
+    torch.cuda.empty_cache()              # what the step cached goes back to the device: free again
+    return peak
+
+def measure(model, cfg: EngineConfig, backend=None) -> dict:
+    "Chapter 00's `measured` terms of a model on a GPU: its weights as loaded, the largest step's peak"
+    m = dict(weights=loaded_bytes(model))
+    if cfg.tensor_parallel_size == 1: m['prefill_activations'] = activation_peak(model, cfg, backend)
+    return m
+
 # %% ../../nbs/08_engine.ipynb #f0e1bc2e
 class MemoryPlan:
     """One engine's memory: its backend's workspace bounded, chapter 00's budget, the pool in blocks;
-    `resolve` decides what the config left open. `guesses`, `draft`: what speculation adds (chapter 11)"""
-    def __init__(self, shape, backend, device, guesses: int = 0, draft=None):
+    `resolve` decides what the config left open. `guesses`, `draft`: what speculation adds (chapter 11);
+    `model`: the model loaded, whose weights and activation peak a GPU engine measures"""
+    def __init__(self, shape, backend, device, guesses: int = 0, draft=None, model=None):
         self.shape, self.backend, self.device = shape, backend, torch.device(device)
-        self.guesses, self.draft, self.budget = guesses, draft, None
+        self.guesses, self.draft, self.model, self.budget = guesses, draft, model, None
 
     def bound_workspace(self, cfg: EngineConfig) -> None:
         "Cap the backend's gather buffers (chapter 03b), if it has any, at what the engine's limits can ask"
@@ -48,31 +91,48 @@ class MemoryPlan:
         if ws is not None: return ws.max_rows * s.kv_bytes_per_token // s.num_layers
         return 256 * MiB if self.device.type == 'cuda' else 0
 
-    def estimate(self, cfg: EngineConfig, memory_bytes: int):
+    def estimate(self, cfg: EngineConfig, memory_bytes: int, measured: dict | None = None):
         "Chapter 00's capacity estimate of `memory_bytes` per rank: rank 0's, which also holds a draft model"
         return capacity(self.shape, memory_bytes, [cfg.max_model_len], block_size=cfg.block_size,
                         max_model_len=cfg.max_model_len, max_num_batched_tokens=cfg.max_num_batched_tokens,
                         workspace_bytes=self.workspace_bytes(cfg), speculative_tokens=self.guesses,
-                        draft=self.draft, tensor_parallel_size=cfg.tensor_parallel_size)
+                        draft=self.draft, tensor_parallel_size=cfg.tensor_parallel_size, measured=measured)
 
-    def default_memory(self, cfg: EngineConfig) -> int:
-        "The memory when `memory_bytes` is not given: a GPU's total; on a CPU, the fixed terms + CPU_KV_BYTES"
-        if self.device.type == 'cuda': return torch.cuda.get_device_properties(self.device).total_memory
+    def default_memory(self, cfg: EngineConfig, loaded: int = 0) -> int:
+        """The memory when `memory_bytes` is not given: a GPU's `gpu_memory_utilization` share, checked
+        against what is free beside the `loaded` bytes there (chapter 00); on a CPU, fixed terms and
+        CPU_KV_BYTES"""
+        if self.device.type == 'cuda':
+            total = torch.cuda.get_device_properties(self.device).total_memory
+            return gpu_memory(total, cfg.gpu_memory_utilization, available_memory(self.device), loaded)
         probe = 1 << 62                                       # the fixed terms but the headroom: any memory's
         fixed = self.estimate(cfg, probe).fixed
         rest, frac = sum(v for k, v in fixed.items() if k != 'headroom'), fixed['headroom'] / probe
         return math.ceil((rest + CPU_KV_BYTES + 1) / (1 - frac))       # the headroom is a share of the whole
 
+    def gpu_budget(self, cfg: EngineConfig):
+        "The budget of a GPU's share, its weights and activations measured on the model (if given)"
+        measured = {} if self.model is None else measure(self.model, cfg, self.backend)
+        loaded = measured.get('weights', weight_bytes(shard_shape(self.shape, cfg.tensor_parallel_size)))
+        memory = self.default_memory(cfg, loaded)                # the weights are on the device already
+        try: return self.estimate(cfg, memory, measured)
+        except ValueError as e:          # the share does not cover the fixed terms: name what decided it
+            raise ValueError(f"gpu_memory_utilization {cfg.gpu_memory_utilization:g}: the engine's share, "
+                             f"{fmt_bytes(memory)} of {self.device}, is too small: {e}") from None
+
     def num_blocks(self, cfg: EngineConfig) -> int:
         "The blocks of `cfg.block_size` slots the budget leaves for the KV pool (and the draft's as many)"
         s = shard_shape(self.shape, cfg.tensor_parallel_size)
         per_token = s.kv_bytes_per_token + (self.draft.kv_bytes_per_token if self.draft is not None else 0)
-        B, memory_bytes = cfg.block_size, cfg.memory_bytes or self.default_memory(cfg)
-        self.budget = self.estimate(cfg, memory_bytes)
+        B, gpu = cfg.block_size, self.device.type == 'cuda' and cfg.memory_bytes is None
+        self.budget = self.gpu_budget(cfg) if gpu else self.estimate(
+            cfg, cfg.memory_bytes or self.default_memory(cfg))
         n = int(self.budget.kv_pool_bytes // (B * per_token))
         if n < 1:                                                  # one line: the CLI prints it as its error
             terms = ', '.join(f"{k} {fmt_bytes(v)}" for k, v in self.budget.fixed.items())
-            given = f"memory_bytes {fmt_bytes(memory_bytes)}" if cfg.memory_bytes else "the default memory"
+            share = f"gpu_memory_utilization {cfg.gpu_memory_utilization:g}"
+            given = (f"memory_bytes {fmt_bytes(cfg.memory_bytes)}" if cfg.memory_bytes else
+                     share if gpu else "the default memory")
             pool = fmt_bytes(self.budget.kv_pool_bytes)
             raise ValueError(f"block_size {B}: one KV block takes {fmt_bytes(B * per_token)}, more than the "
                              f"{pool} KV pool that {given} leaves after {terms}")
