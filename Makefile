@@ -11,7 +11,7 @@ PY          := $(VENV)/bin/python
 TORCH_SPEC  ?= torch==2.13.0
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup report bench test check sync lab figures site clean train fetch
+.PHONY: setup report bench test check sync lab figures site clean train fetch gpu-check
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -58,6 +58,13 @@ fetch: setup
 
 test: check fetch
 	MINIPAGED_REQUIRE_MODELS=1 MPLBACKEND=Agg $(PY) -m pytest $(PYTEST_ARGS) tests
+
+# Issue 34's prepared GPU check (benchmarks/GPU_CHECK.md): < 8 min on an H200, writes benchmarks/results/gpu_check.json.
+# It builds no venv and installs nothing: it runs the interpreter it finds (this checkout's .venv, else python3, which
+# on the device image holds CUDA torch, Triton and transformers); minipaged is imported from the checkout itself.
+GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
+gpu-check:
+	PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_check.py --json benchmarks/results/gpu_check.json
 
 # JupyterLab on the course; as root (a container) it needs --allow-root.
 lab: setup

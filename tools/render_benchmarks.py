@@ -130,6 +130,16 @@ def attention_gpu(r: dict) -> dict:
                 against="a device-to-device copy; the same kernel on a contiguous cache; torch SDPA")
 
 
+def gpu_sweep(r: dict) -> dict:
+    "A tile sweep run on a GPU beside attention_gpu.py, recorded with its provenance: the best configuration"
+    b = r['best']
+    cfg = ', '.join(f"{k} {v}" for k, v in b['cfg'].items())
+    vs = f"{b['speed_vs_sdpa']:.2f}× SDPA" if 'speed_vs_sdpa' in b else f"{b['frac_copy']:.1%} of copy bandwidth"
+    return dict(what=f"Triton tile sweep on a GPU: {r['sweep']}", result=f"best: {cfg}: {b['us']:.0f} µs, {vs}; "
+                f"{len(r['rows'])} configurations, each checked first",
+                against='torch SDPA on contiguous K/V (prefill); a device-to-device copy (decode)')
+
+
 def side_by_side(r: dict) -> dict:
     "Two commits' figures from one alternating run"
     per = '; '.join(f"`{f['field']}` {f['against_median']:.4g} → {f['this_median']:.4g} "
@@ -281,7 +291,7 @@ def table_row(path: Path) -> str:
     r = json.loads(path.read_text())
     name, h = script_name(r), r.get('header', {})
     unknown = dict(what=path.stem, result='no summary of this script here: read the file', against='unknown')
-    s = SUMMARIES[name](r) if name in SUMMARIES else unknown
+    s = SUMMARIES[name](r) if name in SUMMARIES else gpu_sweep(r) if 'sweep' in r else unknown
     command = f"`{r['command']}`" if r.get('command') else 'command not recorded'
     what = f"{s['what']} ([{path.name}](benchmarks/results/{path.name}))"
     cells = [what, command, s['result'], s['against'], machine_cell(h), date_cell(h)]
@@ -334,8 +344,9 @@ fields and the BENCHMARKS.md of that day; what was not recorded (the commit, for
   script runs with `--device cuda` over NCCL; it has not been run on a multi-GPU machine.
 - The H200 row: the devices are lent to some sessions only; this one ran `benchmarks/attention_gpu.py` unchanged
   at commit `391012d` (`provenance` in the JSON: its header first named another repository's commit, corrected
-  here). The decode and prefill tile sweeps run beside it (`../shared/gpu/`) came from no committed script, so
-  they have no row; the prefill goal it missed is issue 34's.
+  here). The decode and prefill tile sweeps run beside it came from no committed script (`command not
+  recorded`); their rows carry the same provenance. Chapter 04's prefill tiles are the sweep's best since; the
+  prefill goal the row missed is issue 34's, which `benchmarks/gpu_check.py` (`make gpu-check`) measures again.
 - The SmolLM2 row (chapter 07a): the engine's memory is measured before transformers is imported. The
   high-water mark is already reached by the end of loading (1,411 MiB in a separate check that read it right
   after `LLM(...)`): the loader holds the checkpoint's tensors and the model's own at once. After loading, RSS

@@ -111,13 +111,16 @@ def decode_config(head_dim: int, group: int, interpreted: bool | None = None) ->
                 num_warps=4, num_stages=3)
 
 # %% ../../nbs/04_triton_kernel.ipynb #43ffde0f
-def prefill_config(head_dim: int, group: int, interpreted: bool | None = None) -> dict:
+def prefill_config(head_dim: int, group: int, interpreted: bool | None = None, page_size: int = 16) -> dict:
     "Tile sizes and launch options of the prefill kernel: BLOCK_M rows = BLOCK_Q tokens x `group` heads"
     interpreted = KERNELS_INTERPRETED if interpreted is None else interpreted
-    block_m = max(32 if interpreted else 128 if head_dim <= 128 else 64, _pow2(group))
-    return dict(BLOCK_M=block_m, BLOCK_Q=block_m // group, HEAD_DIM_PAD=_pow2(head_dim),
-                BLOCK_N=32 if interpreted or head_dim > 128 else 64, num_warps=4 if interpreted else 8,
-                num_stages=3)
+    if interpreted: m, n, warps, stages = 32, 32, 4, 3      # one program at a time: small tiles, fast tests
+    elif page_size == 1: m, n, warps, stages = 64, 32, 4, 1  # no pipelined gathers: see the prose above
+    elif head_dim <= 128: m, n, warps, stages = 128, 32, 8, 2  # the H200 sweep's best
+    else: m, n, warps, stages = 64, 32, 8, 3
+    block_m = max(m, _pow2(group))
+    return dict(BLOCK_M=block_m, BLOCK_Q=block_m // group, HEAD_DIM_PAD=_pow2(head_dim), BLOCK_N=n,
+                num_warps=warps, num_stages=stages)
 
 # %% ../../nbs/04_triton_kernel.ipynb #59d38fc2
 def _dot_args(dtype: torch.dtype) -> dict:
@@ -249,7 +252,7 @@ def triton_paged_prefill_attention(q, k_cache, v_cache, block_tables, cu_seqlens
     lens = _check_values(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, None, check_values)
     out = _check_out(out, q.shape, q)
     if q.shape[0] == 0: return out
-    cfg = prefill_config(head_dim, group)
+    cfg = prefill_config(head_dim, group, page_size=block_size)
     launch = dict(num_warps=cfg.pop('num_warps'), num_stages=cfg.pop('num_stages'))
     target = _bf16_safe(out)
     _paged_prefill_kernel[(q.shape[0] // cfg['BLOCK_Q'] + num_seqs, num_kv_heads)](
