@@ -159,7 +159,8 @@ def _rope_cache_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache_ptr, v_cac
                        HAS_Q: tl.constexpr, Q_HEADS_PAD: tl.constexpr, KV_HEADS_PAD: tl.constexpr,
                        HALF_PAD: tl.constexpr):
     "One program per token: rotate its q and k heads in place, then write k and v at its slot unless it is -1"
-    tok, DT, offs = tl.program_id(0), k_ptr.dtype.element_ty, tl.arange(0, HALF_PAD)
+    tok, offs = tl.program_id(0), tl.arange(0, HALF_PAD)
+    DT = k_ptr.dtype.element_ty                      # q, k and v's dtype: what RoPE rounds to
     live = offs < half
     c1, c2 = _halves(cos_ptr + tok * stride_cos, half, live, HALF_PAD, DT)
     s1, s2 = _halves(sin_ptr + tok * stride_sin, half, live, HALF_PAD, DT)
