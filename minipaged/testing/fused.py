@@ -142,7 +142,7 @@ def check_fused_ops(ops: ModelOps, device='cpu', dtypes=tuple(TOLERANCE), tokens
     cases = [(dt, t, d) for dt in dtypes for t in tokens for d in head_dims]
     return [check_case(ops, t, d, dt, device, seed=i) for i, (dt, t, d) in enumerate(cases)]
 
-# %% ../../nbs/14_fused_kernels.ipynb #9297dcec
+# %% ../../nbs/14_fused_kernels.ipynb #350b9194
 # ops that launch no kernel on a GPU: views, allocations, dtype queries (an `aten::to` that changes nothing)
 NO_KERNEL = frozenset('aten::' + n for n in (
     'view', 'reshape', '_reshape_alias', 'unsqueeze', 'squeeze', 'slice', 'select', 'transpose', 't',
@@ -154,7 +154,7 @@ def _does_work(e) -> bool:
     "A profiled op that (itself or an op within it) reads or writes tensor data"
     return e.name not in NO_KERNEL or any(_does_work(k) for k in e.cpu_children)
 
-# %% ../../nbs/14_fused_kernels.ipynb #2ea5890b
+# %% ../../nbs/14_fused_kernels.ipynb #13ca3e02
 @contextmanager
 def _quiet_stderr():
     "File descriptor 2 silenced for the block: the profiler's C++ side prints a line at each start and stop"
@@ -165,7 +165,7 @@ def _quiet_stderr():
         try: yield
         finally: os.dup2(saved, 2); os.close(saved)
 
-# %% ../../nbs/14_fused_kernels.ipynb #adda1fb7
+# %% ../../nbs/14_fused_kernels.ipynb #dd4ae791
 def dispatch_counts(fn, kernels=()) -> Counter:
     """Top-level operators `fn()` dispatches that do work (`aten::...`), and the launches of `kernels`
     (`triton::name`: each counted once, whatever the interpreter runs inside it)"""
