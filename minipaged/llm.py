@@ -30,7 +30,7 @@ from .utils import check_bool
 
 # %% auto #0
 __all__ = ['collect', 'cancel', 'generate', 'chat_prompt', 'chat_prompts', 'engine_settings', 'check_device', 'make_allocator',
-           'load_ranks', 'speculation', 'make_speculator', 'LLM']
+           'load_ranks', 'speculation', 'make_speculator', 'make_runner', 'LLM']
 
 # %% ../nbs/08_engine.ipynb #4bfb6ffd
 def collect(core: EngineCore, ids: list, bar=None) -> dict:
@@ -148,6 +148,20 @@ def make_speculator(cfg: EngineConfig, runner: ModelRunner):
     from minipaged.speculative.speculators import make_speculator as make
     return make(cfg.speculative_config, cfg, runner)
 
+# %% ../nbs/08_engine.ipynb #76827559
+def make_runner(model, cfg: EngineConfig, backend, shape) -> ModelRunner:
+    """This process's runner: chapter 15's `GraphRunner` (decode steps from static buffers; on a GPU with
+    chapter 14's fused kernels, captured as CUDA graphs unless `enforce_eager`), or a plain one for a rank"""
+    args = (model, cfg.num_blocks, cfg.block_size, backend, cfg.device)
+    if cfg.tensor_parallel_size > 1: return ModelRunner(*args, shape)        # graphs across ranks: not yet
+    from minipaged.fast.graphs import GraphRunner                          # chapter 15 plugs in here
+    fused = torch.device(cfg.device).type == 'cuda' and backend.name == 'triton'
+    if fused:                                                               # chapter 14's kernels
+        from minipaged.fast.fused import TRITON_OPS
+        model.ops = TRITON_OPS
+    capture = fused and not cfg.enforce_eager and not model.dynamic_rope   # dynamic RoPE: a host read
+    return GraphRunner(*args, cfg.max_num_seqs, cfg.max_model_len, shape, capture=capture)
+
 # %% ../nbs/08_engine.ipynb #041b29bc
 class LLM:
     """A small paged-attention inference engine: `generate` and `chat` for batches,
@@ -167,15 +181,14 @@ class LLM:
             self.rank_shape = shard_shape(self.config.shape, cfg.tensor_parallel_size)
             # the runner zeroes every block the allocator hands out: chapter 03b's clean pages
             self.backend = select_attention_backend(cfg.attention_backend, self.device, clean_pages=True)
-            plan = MemoryPlan(self.config.shape, self.backend, self.device, guesses, draft)
+            plan = MemoryPlan(self.config.shape, self.backend, self.device, guesses, draft, model=self.model)
             dtype = str(next(self.model.parameters()).dtype).removeprefix('torch.')
             cfg = self.engine_config = plan.resolve(cfg, self.config.max_position_embeddings, dtype)
             self.memory = plan
             plan.check_fits(cfg)
             self.block_manager = make_allocator(cfg, self.config.shape, self.model_id, self.model_version)
             self.scheduler = Scheduler(self.block_manager, cfg)
-            self.runner = ModelRunner(self.model, cfg.num_blocks, cfg.block_size, self.backend, self.device,
-                                      self.rank_shape)
+            self.runner = make_runner(self.model, cfg, self.backend, self.rank_shape)
             executor = self.runner if self.workers is None else self.workers.attach(self.runner, cfg)
             self.speculator = make_speculator(cfg, self.runner)
             rope = (self.config.shape.max_position_embeddings or 2048) if self.model.dynamic_rope else None

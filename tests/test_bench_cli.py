@@ -70,7 +70,7 @@ def test_ablations_table(tmp_path):
     (('--batching', 'dynamic'), '--batching must be one of continuous, static'), (('--block-size', 0), '--block-size must be a positive integer'),
     (('--repetitions', 0), '--repetitions must be a positive integer'), (('--model', '/no/such/dir'), '--model must be a checkpoint directory'),
     (('--workload', '/no/such/workload.json'), '--workload: workload: no such file'), (('--slo-tpot-ms', 0), '--slo-tpot-ms must be > 0'),
-    (('--device', 'tpu'), '--device must be one of cpu, cuda'), (('--rate', 'nan'), '--rate must be > 0 and finite, got nan'),
+    (('--device', 'tpu'), '--device must be one of auto, cpu, cuda, cuda:N'), (('--rate', 'nan'), '--rate must be > 0 and finite, got nan'),
     (('--rate', 'inf'), '--rate must be > 0 and finite, got inf'), (('--arrival', 'gamma', '--burstiness', 'inf'), '--burstiness must be > 0 and finite'),
     (('--slo-ttft-ms', 'nan'), '--slo-ttft-ms must be > 0 and finite'), (('--seed', -1), '--seed must be a non-negative integer, got -1'),
     (('--threads', 10**6), '--threads must be at most'), (('--num-blocks', 10**12), '--num-blocks: num_blocks 1000000000000: a KV pool of'),

@@ -8,7 +8,7 @@ from __future__ import annotations
 __all__ = ['BENCH_ENGINE', 'ENGINE_FLAGS', 'DEFAULT_WORKLOAD', 'DEFAULT_SLO', 'TINY_RANDOM', 'add_bench_arguments', 'default_workload', 'bench_options']
 
 # %% ../../nbs/09_serving_benchmark.ipynb #impoptions
-import math, os
+import math, os, re
 from dataclasses import replace
 from pathlib import Path
 import torch
@@ -22,7 +22,8 @@ from .flags import add_engine_flags, engine_config, flag_type
 BENCH_ENGINE = replace(EngineConfig(), max_num_batched_tokens=256)     # short steps, for the decodes (above)
 ENGINE_FLAGS = ('block_size', 'allocator', 'num_blocks', 'max_model_len', 'max_num_seqs',
                 'max_num_batched_tokens', 'enable_prefix_caching', 'enable_chunked_prefill', 'batching',
-                'device', 'tensor_parallel_size')           # the fields `bench` and `serve` offer
+                'device', 'gpu_memory_utilization', 'enforce_eager',
+                'tensor_parallel_size')                     # the fields `bench` and `serve` offer
 
 # %% ../../nbs/09_serving_benchmark.ipynb #c38e1372
 DEFAULT_WORKLOAD = Workload(num_requests=200, arrival='poisson', rate=4.0,
@@ -103,12 +104,14 @@ def _check_number_options(a) -> None:
 def _check_choice_options(a) -> None:
     "A ValueError naming an arrival process or device not offered, or a device or model that is not there"
     get = lambda k: getattr(a, k, None)
-    for opt, allowed in [('arrival', ARRIVALS), ('device', ('cpu', 'cuda'))]:   # the engine's: engine_config
-        v = get(opt)
-        if v is not None and v not in allowed:
-            raise ValueError(f"--{opt} must be one of {', '.join(allowed)}, got {v!r}")
-    if get('device') == 'cuda' and not torch.cuda.is_available():
-        raise ValueError("--device cuda: no CUDA device is available")
+    v = get('arrival')
+    if v is not None and v not in ARRIVALS:
+        raise ValueError(f"--arrival must be one of {', '.join(ARRIVALS)}, got {v!r}")
+    d = get('device')                                        # a GPU by its index too: the engine's check
+    if d is not None and d not in ('auto', 'cpu', 'cuda') and not re.fullmatch(r'cuda:\d+', d):
+        raise ValueError(f"--device must be one of auto, cpu, cuda, cuda:N, got {d!r}")
+    if d is not None and d.startswith('cuda') and not torch.cuda.is_available():
+        raise ValueError(f"--device {d}: no CUDA device is available")
     if get('model') and not Path(get('model')).is_dir():
         raise ValueError(f"--model must be a checkpoint directory, got {get('model')!r}")
 

@@ -60,8 +60,8 @@ class EngineConfig:
     attention_backend: str = field(default='auto', metadata={
         'help': "'auto': Triton on a GPU, SDPA elsewhere"})
     enforce_eager: bool = field(default=False, metadata={
-        'help': 'never capture CUDA graphs: run every step eagerly (CUDA graphs are only captured on a CUDA '
-                'device)'})
+        'help': 'eager execution only: no CUDA graph is captured (graphs are captured on a CUDA device only, '
+                'chapter 15)'})
     device: str = field(default='auto', metadata={
         'help': "'auto': CUDA where present, else the CPU; or any torch device ('cuda:1' too)"})
     dtype: str | None = field(default=None, metadata={

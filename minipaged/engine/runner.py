@@ -88,10 +88,14 @@ class ModelRunner:
         config = model.config if shape is None else replace(model.config, shape=shape)   # this rank's heads
         self.kv_caches = allocate_model_cache(config, num_blocks, block_size, device=self.device)
 
-    def prepare(self, w: StepWork) -> tuple:
-        "The step's caches made ready (fresh blocks zeroed, then the copies) and its inputs as tensors"
+    def prepare_caches(self, w: StepWork) -> None:
+        "The step's caches made ready: fresh blocks zeroed, then the copies"
         zero_blocks(self.kv_caches, w.fresh, self.device)   # before the copies: a copy's target is fresh too
         if w.copies: copy_blocks(self.kv_caches, w.copies, self.device)
+
+    def prepare(self, w: StepWork) -> tuple:
+        "The step's caches made ready and its inputs as tensors"
+        self.prepare_caches(w)
         ids = torch.tensor(w.ids, dtype=torch.int64, device=self.device)
         return ids, batch_metadata(w.pos, w.slots, w.tables, w.ctx, w.cu, self.device, w.prompt_lens)
 

@@ -114,6 +114,8 @@ def _sample_row(logits: torch.Tensor, p: SamplingParams, generator, history) -> 
         raise ValueError('logits are not finite (a NaN, an inf, or every token -inf)')
     if p.greedy: return int(x.argmax())
     probs = torch.softmax(filter_logits(x, p.temperature, p.top_k, p.top_p), -1)
+    # drawn where the generator lives (the CPU): a seed gives the same draws whatever the model's device
+    if generator is not None: probs = probs.to(generator.device)
     return int(torch.multinomial(probs, 1, generator=generator))
 
 # %% ../../nbs/08_engine.ipynb #d9e32a37
@@ -121,9 +123,8 @@ def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], generators
                   histories: list | None = None) -> list:
     """One token per row of `logits [rows, vocab]` (float32): argmax for greedy rows, else a draw with the
     row's generator; a row that fails gets its exception instead"""
-    out = logits.argmax(-1).tolist()
-    # amax is NaN if any logit is, inf if one is, -inf if all are
-    finite = torch.isfinite(logits.amax(-1)).tolist()
+    # amax is NaN if any logit is, inf if one is, -inf if all are; one read back for both
+    out, finite = torch.stack((logits.argmax(-1), torch.isfinite(logits.amax(-1)).long())).tolist()
     for i, (p, g) in enumerate(zip(params, generators)):
         if p.greedy and finite[i] and not p.logits_processors: continue
         try: out[i] = _sample_row(logits[i], p, g, histories[i] if histories else ())
