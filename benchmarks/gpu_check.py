@@ -188,6 +188,13 @@ def section_attention(rec: Record, cfg: dict, smoke: bool) -> None:
             print(f"compile {row['kernel']} PAGE_SIZE={row['page_size']} {row['dtype']}: {row['status']}, "
                   f"{_fmt(row.get('compile_s'))} s", flush=True)
     harness.print_table(rec['compile'], '\ncompile time (fresh process, empty Triton cache)')
+    from minipaged.fast.fused import TRITON_OPS              # chapter 14's kernels against their definitions
+    from minipaged.testing.fused import check_fused_ops
+    try: rows = check_fused_ops(TRITON_OPS, 'cpu' if smoke else 'cuda', tokens=(1, 7), head_dims=(64,)) if smoke \
+        else check_fused_ops(TRITON_OPS, 'cuda')
+    except AssertionError as e: rows = [dict(passed=False, error=str(e)[:500])]
+    rec.put('fused_contract', dict(cases=len(rows), passed=all(r.get('passed', True) for r in rows), rows=rows))
+    print(f"fused-kernel contract: {rec['fused_contract']['cases']} cases, passed: {rec['fused_contract']['passed']}")
 
 
 def compile_probe(kind: str, page: int, dtype: str, probe: dict, smoke: bool) -> dict:
@@ -455,8 +462,11 @@ def section_profile(rec: Record, cfg: dict, smoke: bool) -> None:
     path = rec.path.parent / 'llama-1b-shape'
     if not (path / 'config.json').exists(): model_1b(rec, cfg, smoke)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == 'cuda' else [])
-    for mode, kw in graph_modes():
+    from minipaged.model.ops import TORCH_OPS
+    modes = graph_modes() + ([('graphs off, unfused ops', dict(enforce_eager=True))] if graphs_available() else [])
+    for mode, kw in modes:                                   # the last: chapter 07's plain ops, before chapter 14
         llm = engine(path, cfg, smoke, **kw)
+        if 'unfused' in mode: llm.model.ops = TORCH_OPS
         ids = fill(llm, cfg, cfg['profile_batch'])
         with profile(activities=acts) as prof:
             sync(dev); t = time.perf_counter()
