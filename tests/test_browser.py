@@ -59,11 +59,12 @@ def _git(repo: Path, *args) -> str:
     return subprocess.run(['git', '-C', str(repo), *args], check=True, capture_output=True, text=True).stdout
 
 def copy_course(dest: Path) -> Path:
-    """Copy nbs/, pyproject.toml and .gitignore into `dest`, a new git repository: `notest` and empty code cells
-    dropped, outputs and widget state cleared, all of it committed; return `dest/nbs`"""
+    """Copy nbs/, pyproject.toml, .gitignore and benchmarks/results into `dest`, a new git repository: `notest`
+    and empty code cells dropped, outputs and widget state cleared, all of it committed; return `dest/nbs`"""
     nbs = dest / 'nbs'
     shutil.copytree(ROOT / 'nbs', nbs, ignore=shutil.ignore_patterns('.ipynb_checkpoints', '_proc', '__pycache__', '_scratch'))
     for f in ('pyproject.toml', '.gitignore'): shutil.copy(ROOT / f, dest / f)   # nbdev's config lookup walks up from nbs/
+    shutil.copytree(ROOT / 'benchmarks' / 'results', dest / 'benchmarks' / 'results')   # measured data chapters read
     for p in nbs.glob('*.ipynb'):
         nb = nbformat.read(p, as_version=4)
         nb.cells = [c for c in nb.cells if c.cell_type != 'code' or (c.source.strip() and not NOTEST.search(c.source))]

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['MAX_LOGPROBS', 'SamplingParams', 'filter_logits', 'sample_tokens', 'Logprob', 'token_logprobs']
+__all__ = ['MAX_LOGPROBS', 'SamplingParams', 'filter_logits', 'uniforms', 'draw', 'filter_rows', 'sample_tokens', 'Logprob', 'token_logprobs']
 
 # %% ../../nbs/08_engine.ipynb #imp06462
 from dataclasses import dataclass
@@ -105,6 +105,17 @@ def filter_logits(
         x = x.masked_fill(torch.zeros_like(drop).scatter(0, order, drop), float('-inf'))
     return x
 
+# %% ../../nbs/08_engine.ipynb #78fda8aa
+def uniforms(generators: list) -> torch.Tensor:
+    "One uniform number in [0, 1) per row, from the row's generator (None: torch's global one), on the host"
+    return torch.cat([torch.rand(1, generator=g) for g in generators])
+
+def draw(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    "Per row of `probs [rows, vocab]`: the first token whose cumulative probability reaches (1 - u) of all"
+    cdf = probs.float().cumsum(-1)
+    target = (1 - u.to(cdf.device, cdf.dtype)) * cdf[:, -1]
+    return torch.searchsorted(cdf, target[:, None]).squeeze(1).clamp_(max=probs.shape[-1] - 1)
+
 # %% ../../nbs/08_engine.ipynb #96ef79b8
 def _sample_row(logits: torch.Tensor, p: SamplingParams, generator, history) -> int:
     "One row's token: its logits processors, then argmax (greedy) or a draw; ValueError if not finite"
@@ -114,19 +125,44 @@ def _sample_row(logits: torch.Tensor, p: SamplingParams, generator, history) -> 
         raise ValueError('logits are not finite (a NaN, an inf, or every token -inf)')
     if p.greedy: return int(x.argmax())
     probs = torch.softmax(filter_logits(x, p.temperature, p.top_k, p.top_p), -1)
-    # drawn where the generator lives (the CPU): a seed gives the same draws whatever the model's device
-    if generator is not None: probs = probs.to(generator.device)
-    return int(torch.multinomial(probs, 1, generator=generator))
+    return int(draw(probs[None], uniforms([generator]))[0])
+
+# %% ../../nbs/08_engine.ipynb #b176988b
+def filter_rows(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
+                any_top_k: bool = True, any_top_p: bool = True) -> torch.Tensor:
+    """`filter_logits` of every row of `logits [rows, vocab]` at once, with per-row `temperature`, `top_k`
+    (the vocabulary size: off) and `top_p` (inf: off); `any_*`: whether any row uses it"""
+    x = (logits - logits.amax(-1, keepdim=True)) / temperature[:, None]
+    if any_top_k:
+        kth = x.sort(-1, descending=True).values.gather(1, top_k.long()[:, None] - 1)
+        x = x.masked_fill(x < kth, float('-inf'))
+    if any_top_p:
+        probs, order = torch.sort(torch.softmax(x, -1), -1, descending=True)
+        drop = probs.cumsum(-1) - probs >= top_p[:, None]
+        drop[:, 0] = False                                  # the most likely token stays
+        x = x.masked_fill(torch.zeros_like(drop).scatter(1, order, drop), float('-inf'))
+    return x
 
 # %% ../../nbs/08_engine.ipynb #d9e32a37
 def sample_tokens(logits: torch.Tensor, params: list[SamplingParams], generators: list,
                   histories: list | None = None) -> list:
     """One token per row of `logits [rows, vocab]` (float32): argmax for greedy rows, else a draw with the
     row's generator; a row that fails gets its exception instead"""
+    tokens, V = logits.argmax(-1), logits.shape[-1]
+    drawn = [i for i, p in enumerate(params) if not (p.greedy or p.logits_processors)]
+    if drawn:                                          # every sampled row at once; one copy of their numbers
+        ps = [params[i] for i in drawn]
+        rows = torch.tensor([[p.temperature for p in ps], [p.top_k if 0 < p.top_k < V else V for p in ps],
+                             [p.top_p if p.top_p < 1 else float('inf') for p in ps]], dtype=torch.float64)
+        rows = torch.cat([rows, uniforms([generators[i] for i in drawn])[None]]).to(logits.device,
+                                                                                    non_blocking=True)
+        x = filter_rows(logits[drawn], rows[0].float(), rows[1], rows[2].float(),
+                        any(0 < p.top_k < V for p in ps), any(p.top_p < 1 for p in ps))
+        tokens[drawn] = draw(torch.softmax(x, -1), rows[3])
     # amax is NaN if any logit is, inf if one is, -inf if all are; one read back for both
-    out, finite = torch.stack((logits.argmax(-1), torch.isfinite(logits.amax(-1)).long())).tolist()
+    out, finite = torch.stack((tokens, torch.isfinite(logits.amax(-1)).long())).tolist()
     for i, (p, g) in enumerate(zip(params, generators)):
-        if p.greedy and finite[i] and not p.logits_processors: continue
+        if finite[i] and not p.logits_processors: continue
         try: out[i] = _sample_row(logits[i], p, g, histories[i] if histories else ())
         except Exception as e: out[i] = e
     return out

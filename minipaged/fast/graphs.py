@@ -13,17 +13,20 @@ from ..engine.runner import ModelRunner, StepWork
 from ..utils import cdiv, check_int
 
 # %% auto #0
-__all__ = ['NO_SLOT', 'decode_step_bytes', 'graph_batch_sizes', 'padded_size', 'StaticInputs', 'is_static_step', 'GraphRunner']
+__all__ = ['MAX_GRAPH_BATCH', 'NO_SLOT', 'decode_step_bytes', 'graph_batch_sizes', 'padded_size', 'StaticInputs',
+           'is_static_step', 'GraphRunner']
 
 # %% ../../nbs/15_cuda_graphs.ipynb #343efe76
 def decode_step_bytes(shape, batch: int, context: int) -> int:
     "The bytes one decode step must read: every weight once, and `batch` sequences' KV of `context` tokens"
     return weight_bytes(shape) + batch * context * shape.kv_bytes_per_token
 
-# %% ../../nbs/15_cuda_graphs.ipynb #02a5a7ec
+# %% ../../nbs/15_cuda_graphs.ipynb #6f1f2080
+MAX_GRAPH_BATCH = 512      # larger batches run eagerly: their launches are a small share of their step
+
 def graph_batch_sizes(max_num_seqs: int) -> list[int]:
-    "The batch sizes to capture: 1, 2, 4, 8, then every multiple of 16 below `max_num_seqs`, and it"
-    top = check_int('max_num_seqs', max_num_seqs, 1)
+    "The batch sizes to capture: 1, 2, 4, 8, then multiples of 16 up to `max_num_seqs` or MAX_GRAPH_BATCH"
+    top = min(check_int('max_num_seqs', max_num_seqs, 1), MAX_GRAPH_BATCH)
     return [b for b in (1, 2, 4, 8) if b < top] + list(range(16, top, 16)) + [top]
 
 def padded_size(n: int, sizes: list[int]) -> int | None:
@@ -83,7 +86,7 @@ class GraphRunner(ModelRunner):
                  max_model_len: int, shape=None, capture: bool | None = None, pad: bool | None = None):
         super().__init__(model, num_blocks, block_size, backend, device, shape)
         self.sizes, self.graphs = graph_batch_sizes(max_num_seqs), {}
-        self.inputs = StaticInputs(max_num_seqs, cdiv(max_model_len, block_size), self.device)
+        self.inputs = StaticInputs(self.sizes[-1], cdiv(max_model_len, block_size), self.device)
         capture = self.device.type == 'cuda' if capture is None else capture
         self.pad = capture if pad is None else pad
         if capture: self.capture()
