@@ -85,31 +85,32 @@ class GraphRunner(ModelRunner):
     def __init__(self, model, num_blocks: int, block_size: int, backend, device, max_num_seqs: int,
                  max_model_len: int, shape=None, capture: bool | None = None, pad: bool | None = None):
         super().__init__(model, num_blocks, block_size, backend, device, shape)
-        self.sizes, self.graphs = graph_batch_sizes(max_num_seqs), {}
+        self.sizes, self.graphs, self.hidden = graph_batch_sizes(max_num_seqs), {}, None
         self.inputs = StaticInputs(self.sizes[-1], cdiv(max_model_len, block_size), self.device)
         capture = self.device.type == 'cuda' if capture is None else capture
         self.pad = capture if pad is None else pad
         if capture: self.capture()
 
     def forward_static(self, rows: int) -> torch.Tensor:
-        "Logits `[rows, vocab]` of the staged rows: the step a graph captures (no check, no host sync)"
-        hidden = self.model(self.inputs.ids[:rows], self.inputs.metadata(rows), self.kv_caches, self.backend,
-                            check=False)
-        return self.model.compute_logits(hidden)
+        "Hidden states `[rows, hidden]` of the staged rows: the step a graph captures (unchecked, no read)"
+        return self.model(self.inputs.ids[:rows], self.inputs.metadata(rows), self.kv_caches, self.backend,
+                          check=False)
 
     @torch.inference_mode()
     def capture(self) -> None:
-        "One CUDA graph per batch size, largest first, all in one memory pool"
+        """One CUDA graph per batch size, largest first, in one memory pool, each writing its hidden states
+        into one buffer (the logits, of the real rows only, are computed after the replay)"""
         if self.backend.name != 'triton' or self.model.ops.name == 'torch':
             raise ValueError("CUDA graphs need the Triton attention backend and fused kernels (they read no "
                              f"value back), got backend {self.backend.name!r}, ops {self.model.ops.name!r}")
-        pool = None
+        weight = self.model.lm_head.weight
+        self.hidden, pool = weight.new_empty(self.sizes[-1], weight.shape[1]), None
         for rows in reversed(self.sizes):
-            self.inputs.fill([], [], [], [], [], rows)           # all padding: nothing is written
+            self.inputs.fill([], [], [], [], [], rows)          # all padding: nothing is written
             self.forward_static(rows)                            # once outside: compiles the kernels
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool): logits = self.forward_static(rows)
-            pool, self.graphs[rows] = graph.pool(), (graph, logits)
+            with torch.cuda.graph(graph, pool=pool): self.hidden[:rows].copy_(self.forward_static(rows))
+            pool, self.graphs[rows] = graph.pool(), graph
         torch.cuda.synchronize(self.device)
 
     @torch.inference_mode()
@@ -120,7 +121,6 @@ class GraphRunner(ModelRunner):
         n = len(w.ids)
         rows = padded_size(n, self.sizes) if self.pad else n
         self.inputs.fill(w.ids, w.pos, w.slots, w.ctx, w.tables, rows)
-        if rows not in self.graphs: return self.forward_static(rows)[:n]
-        graph, logits = self.graphs[rows]
-        graph.replay()
-        return logits[:n]
+        if rows in self.graphs: self.graphs[rows].replay(); hidden = self.hidden[:n]
+        else: hidden = self.forward_static(rows)[:n]
+        return self.model.compute_logits(hidden)
