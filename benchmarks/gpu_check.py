@@ -89,7 +89,9 @@ def goal_values(s: dict) -> dict:
                 gpu_busy=prof.get('gpu_busy'), vs_padded_short=g('throughput', 'short', 'vs_best_padded'),
                 vs_padded_long=g('throughput', 'long', 'vs_best_padded'), tok_s_long=g('throughput', 'long', 'engine_tok_s'),
                 prefill_vs_sdpa=next((v for k, v in att_goals.items() if k.startswith('prefill')), None),
-                tokens_identical=(all(r['identical'] == r['requests'] for r in eq) and len(eq) > 0) if eq else None)
+                # only a section that finished has compared every case: a partial one measured nothing whole
+                tokens_identical=all(r['identical'] == r['requests'] for r in eq)
+                if eq and g('equivalence', 'status') == 'ok' else None)
 
 
 def _dig(d, *keys):
@@ -397,15 +399,6 @@ def section_throughput(rec: Record, cfg: dict, smoke: bool) -> None:
                             f"{tok_s / best:.2f}x the best padded batch")
 
 
-def weight_bytes(model) -> int:
-    return sum(p.numel() * p.element_size() for p in model.parameters())
-
-
-def kv_bytes_per_token(model) -> int:
-    s = model.config.shape
-    return 2 * s.num_layers * s.num_kv_heads * s.head_dim * 2            # K and V, bfloat16
-
-
 def fill(llm, cfg: dict, batch: int) -> list:
     "Add `batch` requests and step until all have finished their prompts: every further step is decode only"
     from minipaged.engine.sampler import SamplingParams
@@ -427,6 +420,7 @@ def drain(llm, ids: list) -> None:
 
 def section_decode(rec: Record, cfg: dict, smoke: bool) -> None:
     "Decode step wall time at each batch against its byte floor, graphs on and off"
+    from minipaged.accounting.budget import weight_bytes          # the floor: every weight, the batch's KV
     import attention_gpu
     dev = device_of(smoke)
     copy = rec.put('copy', attention_gpu.copy_bandwidth(cfg['copy_bytes'], dev))
@@ -440,7 +434,7 @@ def section_decode(rec: Record, cfg: dict, smoke: bool) -> None:
             for _ in range(cfg['decode_steps']):
                 sync(dev); t = time.perf_counter(); llm.step(); sync(dev); times.append(time.perf_counter() - t)
             ctx = sum(r.num_computed_tokens for r in llm.scheduler.running.values())
-            floor = (weight_bytes(llm.model) + ctx * kv_bytes_per_token(llm.model)) / copy['bytes_per_s']
+            floor = (weight_bytes(llm.config.shape) + ctx * llm.config.shape.kv_bytes_per_token) / copy['bytes_per_s']
             step = statistics.median(times)
             row = rec.add('rows', dict(mode=mode, batch=batch, step_ms=step * 1e3, floor_ms=floor * 1e3, over_floor=step / floor,
                                        context_tokens=ctx, note='cpu-smoke' if smoke else ''))

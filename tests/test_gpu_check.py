@@ -13,12 +13,14 @@ def test_goals_are_judged_from_the_sections_records():
     sections = dict(decode=dict(rows=[dict(mode='graphs on', batch=1, over_floor=2.0), dict(mode='graphs on', batch=256, over_floor=3.0)]),
                     profile=dict(rows=[dict(mode='graphs on', gpu_busy=0.9)]),
                     throughput=dict(short=dict(vs_best_padded=6.0), long=dict(vs_best_padded=4.0, engine_tok_s=25000.0)),
-                    equivalence=dict(rows=[dict(identical=11, requests=11)]))
+                    equivalence=dict(status='ok', rows=[dict(identical=11, requests=11)]))
     values = gpu_check.goal_values(sections)
     assert values['decode_1_over_floor'] == 2.0 and values['decode_256_over_floor'] == 3.0 and values['prefill_vs_sdpa'] is None
     met = {g['goal']: g['met'] for g in gpu_check.judge(values, smoke=False)}
     assert list(met.values()) == [False, True, True, False, True, True, None, True]
     assert all(g['met'] is None for g in gpu_check.judge(values, smoke=True))
+    partial = dict(sections, equivalence=dict(status='timed out after 75 s', rows=[dict(identical=11, requests=11)]))
+    assert gpu_check.goal_values(partial)['tokens_identical'] is None       # a section cut short measured nothing whole
 
 
 def test_smoke_runs_every_section(tmp_path):

@@ -25,12 +25,12 @@ def workload(seed: int, n: int = 10):
 
 
 def serve(prompts, params, static: bool, **engine):
-    llm = LLM(MODEL, max_num_seqs=6, **engine)
+    llm = LLM(MODEL, max_num_seqs=6, device='cpu', **engine)
     calls = []
     if static:
         llm.runner.pad = True                                        # pad to the ladder, as on a GPU
         forward = llm.runner.forward_static
-        llm.runner.forward_static = lambda rows: calls.append(rows) or forward(rows)
+        llm.runner.forward_static = lambda rows, **kw: calls.append(rows) or forward(rows, **kw)
     else: llm.runner = llm.core.executor = ModelRunner(MODEL, llm.engine_config.num_blocks,
                                                        llm.engine_config.block_size, llm.backend, 'cpu')
     outs = llm.generate(prompts, params, use_tqdm=False)
@@ -55,7 +55,7 @@ def test_static_path_matches_eager(engine):
 def test_fused_kernels_on_the_padded_path_match_the_reference():
     from minipaged.fast.fused import TRITON_OPS                      # Triton's interpreter on a CPU
     model = random_model(tiny_config(), seed=3, std=0.05)
-    llm = LLM(model, block_size=4, num_blocks=96, max_num_seqs=6)
+    llm = LLM(model, block_size=4, num_blocks=96, max_num_seqs=6, device='cpu')
     model.ops, llm.runner.pad = TRITON_OPS, True
     prompts = [[(7 * i + j) % 250 + 3 for j in range(3 + 5 * i)] for i in range(3)]
     outs = llm.generate(prompts, SamplingParams(max_tokens=4, temperature=0.0, ignore_eos=True), use_tqdm=False)

@@ -19,9 +19,9 @@ _all_ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'd
 
 # %% auto #0
 __all__ = ['MEASURABLE', 'prefill_activation_bytes', 'MemoryBudget', 'memory_budget', 'shard_shape', 'all_reduce_bytes',
-           'CapacityEstimate', 'capacity', 'gpu_memory', 'DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS',
-           'canonical_dtype', 'dtype_bytes', 'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count',
-           'weight_bytes', 'shape_from_hf_config', 'preset']
+           'CapacityEstimate', 'capacity', 'gpu_memory', 'pool_block_cap', 'DTYPE_BYTES', 'DTYPE_ALIASES',
+           'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes', 'kv_bytes_per_token', 'ModelShape', 'kv_bytes',
+           'param_count', 'weight_bytes', 'shape_from_hf_config', 'preset']
 
 # %% ../../nbs/00_kv_budget.ipynb #b3f34606
 def prefill_activation_bytes(shape: ModelShape, num_tokens: int, num_seqs: int = 1) -> int:
@@ -217,3 +217,10 @@ def gpu_memory(total_bytes: int, gpu_memory_utilization: float = 0.9, free_bytes
                          f"{fmt_bytes(loaded)} of weights loaded, and {fmt_bytes(free_bytes)} is free "
                          "(other processes hold the rest): lower it, or free the device")
     return memory
+
+# %% ../../nbs/00_kv_budget.ipynb #729df88f
+def pool_block_cap(max_num_seqs: int, max_model_len: int, block_size: int) -> int:
+    """The most KV blocks a GPU engine keeps: twice what `max_num_seqs` sequences of `max_model_len` tokens
+    hold at once (the running sequences', and as many again for the prefix cache)"""
+    per_seq = cdiv(check_positive('max_model_len', max_model_len), check_positive('block_size', block_size))
+    return 2 * check_positive('max_num_seqs', max_num_seqs) * per_seq

@@ -83,8 +83,10 @@ def copy_blocks(kv_caches: list, copies: list, device) -> None:
 # %% ../../nbs/08_engine.ipynb #359ae7c9
 class ModelRunner:
     "One rank's model, KV caches and attention backend: a step's `StepWork` in, its sampled rows' logits out"
-    def __init__(self, model: CausalLM, num_blocks: int, block_size: int, backend, device, shape=None):
+    def __init__(self, model: CausalLM, num_blocks: int, block_size: int, backend, device, shape=None,
+                 ops=None):
         self.model, self.backend, self.device = model, backend, torch.device(device)
+        self.ops = ops                     # the layers' elementwise steps: None, the model's own (chapter 14)
         config = model.config if shape is None else replace(model.config, shape=shape)   # this rank's heads
         self.kv_caches = allocate_model_cache(config, num_blocks, block_size, device=self.device)
 
@@ -104,9 +106,9 @@ class ModelRunner:
         "Run one step's work: the logits of the rows that complete their pending tokens (None if none do)"
         ids, meta = self.prepare(w)
         if not w.num_verify_rows:
-            hidden = self.model(ids, meta, self.kv_caches, self.backend, last_of=w.need)
+            hidden = self.model(ids, meta, self.kv_caches, self.backend, last_of=w.need, ops=self.ops)
             return self.model.compute_logits(hidden) if w.need else None
-        hidden = self.model(ids, meta, self.kv_caches, self.backend)       # every row: a guess needs its own
+        hidden = self.model(ids, meta, self.kv_caches, self.backend, ops=self.ops)   # every row: each guess
         d, v = w.num_decode_rows, w.num_verify_rows
         rows = [w.cu[i + 1] - 1 for i in w.need] + list(range(w.cu[d], w.cu[d + v]))
         return self.model.compute_logits(hidden[rows])

@@ -112,7 +112,8 @@ def uniforms(generators: list) -> torch.Tensor:
 
 def draw(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     "Per row of `probs [rows, vocab]`: the first token whose cumulative probability reaches (1 - u) of all"
-    cdf = probs.float().cumsum(-1)
+    # non-decreasing even where a parallel sum rounds otherwise: a token of probability 0 is never found
+    cdf = probs.float().cumsum(-1).cummax(-1).values
     target = (1 - u.to(cdf.device, cdf.dtype)) * cdf[:, -1]
     return torch.searchsorted(cdf, target[:, None]).squeeze(1).clamp_(max=probs.shape[-1] - 1)
 

@@ -11,7 +11,7 @@ __all__ = ['CPU_KV_BYTES', 'available_memory', 'loaded_bytes', 'largest_step', '
 import itertools, math
 from dataclasses import replace
 import torch
-from ..accounting.budget import capacity, gpu_memory, shard_shape, weight_bytes
+from ..accounting.budget import capacity, gpu_memory, pool_block_cap, shard_shape, weight_bytes
 from ..attention.cpu import gather_rows_bound
 from .config import EngineConfig
 from .runner import batch_metadata
@@ -128,6 +128,7 @@ class MemoryPlan:
         self.budget = self.gpu_budget(cfg) if gpu else self.estimate(
             cfg, cfg.memory_bytes or self.default_memory(cfg))
         n = int(self.budget.kv_pool_bytes // (B * per_token))
+        if gpu: n = min(n, pool_block_cap(cfg.max_num_seqs, cfg.max_model_len, B))   # more is never used
         if n < 1:                                                  # one line: the CLI prints it as its error
             terms = ', '.join(f"{k} {fmt_bytes(v)}" for k, v in self.budget.fixed.items())
             share = f"gpu_memory_utilization {cfg.gpu_memory_utilization:g}"

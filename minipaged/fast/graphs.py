@@ -23,6 +23,7 @@ def decode_step_bytes(shape, batch: int, context: int) -> int:
 
 # %% ../../nbs/15_cuda_graphs.ipynb #6f1f2080
 MAX_GRAPH_BATCH = 512      # larger batches run eagerly: their launches are a small share of their step
+NO_SLOT = -1               # a padding row's slot: rope_and_cache writes nothing for it
 
 def graph_batch_sizes(max_num_seqs: int) -> list[int]:
     "The batch sizes to capture: 1, 2, 4, 8, then multiples of 16 up to `max_num_seqs` or MAX_GRAPH_BATCH"
@@ -33,37 +34,43 @@ def padded_size(n: int, sizes: list[int]) -> int | None:
     "The smallest of `sizes` (ascending) that holds `n` rows; None beyond the largest"
     return next((b for b in sizes if b >= n), None)
 
-# %% ../../nbs/15_cuda_graphs.ipynb #7b67c7fa
-NO_SLOT = -1      # a padding row's slot: rope_and_cache writes nothing for it
-
+# %% ../../nbs/15_cuda_graphs.ipynb #d5e46c28
 class StaticInputs:
     """A decode step's inputs in buffers made once: a host staging buffer (pinned on a GPU), one device buffer
-    and views of it, the same tensors every step; `fill` writes a step's rows, pads, and copies once"""
+    and views of it, block tables of fixed strides; `fill` stages a step's rows, pads, and copies once"""
     def __init__(self, max_rows: int, max_blocks: int, device):
         B, W, dev = max_rows, max_blocks, torch.device(device)
         self.max_rows, self.max_blocks = B, W
+        # ids, positions, slots, context lengths (B each), then the step's block tables packed [rows, width]
         self.host = torch.zeros(4 * B + B * W, dtype=torch.int64, pin_memory=dev.type == 'cuda')
         self.buffer = torch.zeros(self.host.shape, dtype=torch.int64, device=dev)
         self.ids, self.positions, self.slots, self.context_lens = (self.buffer[i * B:(i + 1) * B]
                                                                    for i in range(4))
-        self.block_tables = self.buffer[4 * B:].view(B, W)
-        self.cu_seqlens_q = torch.arange(B + 1, dtype=torch.int32, device=dev)    # one new token per row
+        self.block_tables = torch.zeros(B, W, dtype=torch.int64, device=dev)     # what a graph reads
+        self.cu_seqlens_q = torch.arange(B + 1, dtype=torch.int32, device=dev)  # one new token per row
+        # recorded after each copy: the staging buffer is written again only once the copy has read it
+        self.copied = torch.cuda.Event() if dev.type == 'cuda' else None
 
     def fill(self, ids: list, pos: list, slots: list, ctx: list, tables: list, rows: int) -> None:
         """Stage one step's rows and `rows - len(ids)` padding rows (token 0 at position 0, no slot, a context
-        of one token in block 0), then copy them to the device in one copy"""
+        of one token in block 0); one host-to-device copy, then the tables unpacked on the device"""
         n, B, W, h = len(ids), self.max_rows, self.max_blocks, self.host
         width = max(map(len, tables), default=1)
         if not n <= rows <= B or width > W:
-            raise ValueError(f"a static step holds at most {B} rows of {W} blocks, got {n} rows padded to "
-                             f"{rows}, of up to {width} blocks")
+            raise ValueError(f"a static step holds at most {B} rows (max_num_seqs, at most "
+                             f"{MAX_GRAPH_BATCH}) of {W} blocks (max_model_len / block_size), got {n} rows "
+                             f"padded to {rows}, of up to {width} blocks")
+        if self.copied is not None: self.copied.synchronize()
         pad = rows - n
         for i, (vals, fill) in enumerate(((ids, 0), (pos, 0), (slots, NO_SLOT), (ctx, 1))):
             h[i * B:i * B + rows] = torch.tensor(vals + [fill] * pad)
-        t = h[4 * B:4 * B + rows * W].view(rows, W)
-        if n: t[:n, :width] = torch.tensor([r + [0] * (width - len(r)) for r in tables])
-        t[n:, 0] = 0
-        self.buffer[:4 * B + rows * W].copy_(h[:4 * B + rows * W], non_blocking=True)
+        end = 4 * B + rows * width
+        packed = h[4 * B:end].view(rows, width)
+        if n: packed[:n] = torch.tensor([r + [0] * (width - len(r)) for r in tables])
+        packed[n:] = 0
+        self.buffer[:end].copy_(h[:end], non_blocking=True)
+        self.block_tables[:rows, :width].copy_(self.buffer[4 * B:end].view(rows, width))
+        if self.copied is not None: self.copied.record()
 
     def metadata(self, rows: int) -> AttentionMetadata:
         "The first `rows` rows as attention metadata: views of the buffers, so a captured graph reads them"
@@ -72,37 +79,42 @@ class StaticInputs:
                                  cu_seqlens_q=self.cu_seqlens_q[:rows + 1], max_q_len=1, num_decodes=rows)
 
 # %% ../../nbs/15_cuda_graphs.ipynb #1d6cdab5
-def is_static_step(w: StepWork, max_rows: int) -> bool:
+def is_static_step(w: StepWork, max_rows: int, max_blocks: int) -> bool:
     "Can `w` run from the static buffers: decodes only (one new token each, all sampled), no rope lengths"
     n = len(w.ctx)
     return 0 < n <= max_rows and len(w.ids) == n and len(w.need) == n and not w.num_verify_rows \
-        and w.prompt_lens is None
+        and w.prompt_lens is None and max(map(len, w.tables)) <= max_blocks
 
 # %% ../../nbs/15_cuda_graphs.ipynb #184f17b0
 class GraphRunner(ModelRunner):
     """A `ModelRunner` whose decode-only steps run from static buffers: on a GPU padded to a captured batch
     size and replayed as a CUDA graph; elsewhere the same path is called (`pad=True` pads it there too)"""
     def __init__(self, model, num_blocks: int, block_size: int, backend, device, max_num_seqs: int,
-                 max_model_len: int, shape=None, capture: bool | None = None, pad: bool | None = None):
-        super().__init__(model, num_blocks, block_size, backend, device, shape)
+                 max_model_len: int, shape=None, ops=None, capture: bool | None = None,
+                 pad: bool | None = None):
+        super().__init__(model, num_blocks, block_size, backend, device, shape, ops)
         self.sizes, self.graphs, self.hidden = graph_batch_sizes(max_num_seqs), {}, None
         self.inputs = StaticInputs(self.sizes[-1], cdiv(max_model_len, block_size), self.device)
         capture = self.device.type == 'cuda' if capture is None else capture
         self.pad = capture if pad is None else pad
-        if capture: self.capture()
+        if capture:
+            torch.cuda.set_device(self.device)      # the capture stream and Triton's launches: this GPU's
+            self.capture()
 
-    def forward_static(self, rows: int) -> torch.Tensor:
-        "Hidden states `[rows, hidden]` of the staged rows: the step a graph captures (unchecked, no read)"
+    def forward_static(self, rows: int, check: bool = False) -> torch.Tensor:
+        "Hidden states `[rows, hidden]` of the staged rows: the step a graph captures (unchecked: no read)"
         return self.model(self.inputs.ids[:rows], self.inputs.metadata(rows), self.kv_caches, self.backend,
-                          check=False)
+                          check=check, ops=self.ops)
 
     @torch.inference_mode()
     def capture(self) -> None:
         """One CUDA graph per batch size, largest first, in one memory pool, each writing its hidden states
         into one buffer (the logits, of the real rows only, are computed after the replay)"""
-        if self.backend.name != 'triton' or self.model.ops.name == 'torch':
-            raise ValueError("CUDA graphs need the Triton attention backend and fused kernels (they read no "
-                             f"value back), got backend {self.backend.name!r}, ops {self.model.ops.name!r}")
+        ops = self.ops or self.model.ops
+        if self.backend.name != 'triton' or ops.name == 'torch':
+            raise ValueError("CUDA graphs need attention_backend 'triton' and chapter 14's fused kernels "
+                             f"(they read nothing back), got {self.backend.name!r} and {ops.name!r}: or "
+                             "enforce_eager")
         weight = self.model.lm_head.weight
         self.hidden, pool = weight.new_empty(self.sizes[-1], weight.shape[1]), None
         for rows in reversed(self.sizes):
@@ -116,11 +128,12 @@ class GraphRunner(ModelRunner):
     @torch.inference_mode()
     def execute(self, w: StepWork):
         "A decode-only step from the static buffers (replayed if captured); other steps as ModelRunner's"
-        if not is_static_step(w, self.inputs.max_rows): return super().execute(w)
+        if not is_static_step(w, self.inputs.max_rows, self.inputs.max_blocks):
+            return super().execute(w)
         self.prepare_caches(w)
         n = len(w.ids)
         rows = padded_size(n, self.sizes) if self.pad else n
         self.inputs.fill(w.ids, w.pos, w.slots, w.ctx, w.tables, rows)
         if rows in self.graphs: self.graphs[rows].replay(); hidden = self.hidden[:n]
-        else: hidden = self.forward_static(rows)[:n]
+        else: hidden = self.forward_static(rows, check=self.device.type == 'cpu')[:n]   # no wait on a CPU
         return self.model.compute_logits(hidden)

@@ -150,10 +150,11 @@ class CausalLM(nn.Module):
         return _dynamic_rope(self.config, cos, sin, positions, lengths)
 
     def forward(self, input_ids: torch.Tensor, meta: AttentionMetadata, kv_caches: list, backend=None,
-                last_of=None, check: bool = True) -> torch.Tensor:
+                last_of=None, check: bool = True, ops: ModelOps | None = None) -> torch.Tensor:
         """Hidden states `[num_tokens, hidden]` of the packed new tokens — or, given `last_of` (sequence
         indices), of those sequences' last new tokens only; writes every token's K/V into `kv_caches`.
-        `check=False`: the slot mapping is trusted (a caller that built it, and reads nothing back: ch. 15)"""
+        `check=False`: the slot mapping is trusted (its builder's, read back by no one: chapter 15); `ops`:
+        the elementwise steps for this call (default: the model's own)"""
         k0, backend = kv_caches[0][0], backend or select_attention_backend('torch')
         last_of = _rows_wanted(meta, last_of, k0.device)
         if check: _check_slots(input_ids, meta, k0)
@@ -163,7 +164,7 @@ class CausalLM(nn.Module):
         x = self.model.embed_tokens(input_ids)
         layers = list(zip(self.model.layers, kv_caches))
         if last_of is not None: (last, last_kv), layers = layers[-1], layers[:-1]
-        residual, ops = None, self.ops
+        residual, ops = None, ops or self.ops
         for layer, kv in layers: x, residual = layer(x, residual, cos, sin, meta, kv, calls, ops=ops)
         # the last layer: only the rows that will be sampled
         if last_of is not None:
