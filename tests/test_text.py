@@ -297,7 +297,8 @@ def test_logprobs_of_forked_samples(llm):
         for i, (t, e) in enumerate(zip(c.token_ids, c.logprobs)):
             row = ref[len(prompt) + i - 1]
             assert list(e)[0] == t and abs(e[t].logprob - float(row[t])) < 1e-4
-            assert e[t].rank == int((row > row[t]).sum()) + 1
+            # the rank counts the tokens above it: within the logprob's tolerance, a near-tie may count either way
+            assert int((row > row[t] + 1e-4).sum()) + 1 <= e[t].rank <= int((row > row[t] - 1e-4).sum()) + 1
         assert abs(c.cumulative_logprob - sum(e[t].logprob for t, e in zip(c.token_ids, c.logprobs))) < 1e-9
 
 # ---- chat
