@@ -24,7 +24,7 @@ first launch, the profiler's CPU operators instead of CUDA kernels, graphs asked
 setting (it captures none on a CPU); those values are marked 'cpu-smoke'. `benchmarks/GPU_CHECK.md` has the exact
 command for a session with a device.
 """
-import argparse, dataclasses, gc, json, os, random, statistics, subprocess, sys, tempfile, time, warnings
+import argparse, gc, json, os, random, statistics, subprocess, sys, tempfile, time, warnings
 from pathlib import Path
 import harness                                  # first: it puts this checkout's minipaged on the path
 
@@ -165,16 +165,7 @@ def sync(device) -> None:
     if device.type == 'cuda': torch.cuda.synchronize(device)
 
 
-def graphs_available() -> bool:
-    "Whether this engine takes `enforce_eager` (CUDA graphs for decode, issue 34): else every run is eager"
-    from minipaged.engine.config import EngineConfig
-    return 'enforce_eager' in {f.name for f in dataclasses.fields(EngineConfig)}
-
-
-def graph_modes() -> list[tuple[str, dict]]:
-    "The engine settings to compare: graphs on and off where the engine has them, else its default alone"
-    return [('graphs on', dict(enforce_eager=False)), ('graphs off', dict(enforce_eager=True))] if graphs_available() \
-        else [('default', {})]
+GRAPH_MODES = [('graphs on', dict(enforce_eager=False)), ('graphs off', dict(enforce_eager=True))]
 
 
 def section_attention(rec: Record, cfg: dict, smoke: bool) -> None:
@@ -312,7 +303,7 @@ def section_equivalence(rec: Record, cfg: dict, smoke: bool) -> None:
     shared = torch.randint(0, 256, (70,), generator=g).tolist()
     prompts += [shared + [1, 2, 3], shared + [9]]                                       # prefix-cache hits
     news = [int(x) for x in torch.randint(20, 41 if not smoke else 25, (len(prompts),), generator=g)]
-    variants = [(k, v) for k, v in EQUIV.items()] + [(f'b16, {m}', kw) for m, kw in graph_modes() if kw]
+    variants = [(k, v) for k, v in EQUIV.items()] + [(f'b16, {m}', kw) for m, kw in GRAPH_MODES]
     for arch in ('llama', 'qwen2'):
         path = rec.path.parent / f'tiny-{arch}'
         hf = hf_checkpoint(arch, TINY, torch.float32, dev, path)
@@ -426,8 +417,7 @@ def section_decode(rec: Record, cfg: dict, smoke: bool) -> None:
     copy = rec.put('copy', attention_gpu.copy_bandwidth(cfg['copy_bytes'], dev))
     path = rec.path.parent / 'llama-1b-shape'
     if not (path / 'config.json').exists(): model_1b(rec, cfg, smoke)
-    rec.put('graphs_available', graphs_available())
-    for mode, kw in graph_modes():
+    for mode, kw in GRAPH_MODES:
         llm = engine(path, cfg, smoke, **kw)
         for batch in cfg['decode_batches']:
             ids, times = fill(llm, cfg, batch), []
@@ -457,7 +447,7 @@ def section_profile(rec: Record, cfg: dict, smoke: bool) -> None:
     if not (path / 'config.json').exists(): model_1b(rec, cfg, smoke)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == 'cuda' else [])
     from minipaged.model.ops import TORCH_OPS
-    modes = graph_modes() + ([('graphs off, unfused ops', dict(enforce_eager=True))] if graphs_available() else [])
+    modes = GRAPH_MODES + [('graphs off, unfused ops', dict(enforce_eager=True))]
     for mode, kw in modes:                                   # the last: chapter 07's plain ops, before chapter 14
         llm = engine(path, cfg, smoke, **kw)
         if 'unfused' in mode: llm.model.ops = TORCH_OPS
