@@ -5,7 +5,16 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['BlockPool', 'CopiesInFlight']
+__all__ = ['take_fresh', 'BlockPool', 'CopiesInFlight']
+
+# %% ../../nbs/05_block_manager.ipynb #c8e650c1
+def take_fresh(owner) -> list[int]:
+    "`owner.fresh`, the record of blocks it handed out since the last call, replaced by an empty one"
+    if owner.fresh is None:
+        raise ValueError("record_fresh is False: make the manager with record_fresh=True to track fresh "
+                         "blocks")
+    fresh, owner.fresh = owner.fresh, []
+    return fresh
 
 # %% ../../nbs/05_block_manager.ipynb #2726e3fd
 class BlockPool:
@@ -57,11 +66,7 @@ class BlockPool:
 
     def pop_fresh(self) -> list[int]:
         "The blocks handed out since the last call, in order; the record starts over"
-        if self.fresh is None:
-            raise ValueError("record_fresh is False: make the manager with record_fresh=True to track fresh "
-                             "blocks")
-        fresh, self.fresh = self.fresh, []
-        return fresh
+        return take_fresh(self)
 
     def snapshot(self) -> tuple:
         "Everything observable about the pool, as one value"

@@ -8,6 +8,7 @@ Docs: https://minipaged.github.io/minipaged/reservation_baseline.html.md"""
 from __future__ import annotations
 from ..utils import cdiv, check_count, check_positive
 from .allocator import AllocatorBase, NoFreeBlocksError
+from .pool import take_fresh
 from .prefix_cache import CacheKeyContext
 
 # %% auto #0
@@ -67,11 +68,7 @@ class Regions:
 
     def pop_fresh(self) -> list[int]:
         "Every block of each region handed out since the last call, in order; the record starts over"
-        if self.fresh is None:
-            raise ValueError("record_fresh is False: make the manager with record_fresh=True to track fresh "
-                             "blocks")
-        fresh, self.fresh = self.fresh, []
-        return fresh
+        return take_fresh(self)
 
     def snapshot(self) -> tuple:
         "Everything observable about the regions, as one value"
