@@ -6,7 +6,7 @@ figures to a temp folder, exercises as stubs) and prints seconds per chapter. Th
 a test: nothing is asserted about the times.
 
     python benchmarks/chapter_times.py --json benchmarks/results/chapter_times.json
-    python benchmarks/chapter_times.py --only 00_kv_budget 01_paging
+    python benchmarks/chapter_times.py --only 00a_kv_budget 01_paging
 """
 import argparse, os, sys, tempfile, time
 from pathlib import Path

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Tensor parallelism (chapter 13): what one rank holds and how long a step takes, at each tensor_parallel_size.
 
-Per tp: the KV pool a rank gets from chapter 00's per-rank budget (`--memory-bytes` per device), in blocks,
+Per tp: the KV pool a rank gets from chapter 00a's per-rank budget (`--memory-bytes` per device), in blocks,
 tokens and bytes per token; the weight bytes rank 0 holds (counted from its parameters) against the budget's;
 then the step time, with every engine built first and the sizes taking turns for `--repeats` rounds (these
 machines are noisy; each reports its median): one prefill step of `--batch` prompts of `--prompt-len` tokens,

@@ -75,7 +75,7 @@ def cmd_paging(a) -> dict:
 
 # %% ../nbs/90_cli.ipynb #48de4460
 def _kv_summary(shape: ModelShape) -> dict:
-    "Chapter 00's headline numbers for `shape`: bytes per token, GiB per 4,096-token request, and with MHA"
+    "Chapter 00a's headline numbers for `shape`: bytes per token, GiB per 4,096-token request, and with MHA"
     return dict(
         shape=f"{shape.num_layers} layers, {shape.num_kv_heads} KV heads, head dim {shape.head_dim}, "
               f"{shape.kv_dtype}",
@@ -99,11 +99,11 @@ def _paging_summary(tail_rows: list[dict]) -> dict:
 
 # %% ../nbs/90_cli.ipynb #750bf1ae
 def cmd_report(a) -> dict:
-    "Chapters 00-01 headline numbers; writes Figures 1-2 (PNG + CSV) and summary.json to `--out`"
+    "Chapters 00a-01 headline numbers; writes Figures 1-2 (PNG + CSV) and summary.json to `--out`"
     import matplotlib; matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
-    # Llama 3 8B's published shape (chapter 00)
+    # Llama 3 8B's published shape (chapter 00a)
     llama3_8b = ModelShape(num_layers=32, num_q_heads=32, num_kv_heads=8, head_dim=128, dtype='bfloat16',
                            name='llama-3-8b')
     fig1, rows1 = plot_kv_context(llama3_8b)
@@ -212,7 +212,7 @@ def _add_paging_parser(sub) -> argparse.ArgumentParser:
 
 def _add_report_parser(sub) -> argparse.ArgumentParser:
     "The `report` subcommand: an output folder"
-    rp = sub.add_parser('report', help='chapters 00-01: headline numbers, figures and their data',
+    rp = sub.add_parser('report', help='chapters 00a-01: headline numbers, figures and their data',
                         description=cmd_report.__doc__)
     rp.add_argument('--out', default='report', help='output folder (default ./report)')
     return rp

@@ -176,7 +176,7 @@ class LLM:
         try:                               # a failure from here on stops the workers load_ranks started
             self.model, self.tokenizer, self.model_id = loaded.model, loaded.tokenizer, loaded.name
             self.model_version, self.config = loaded.version, loaded.model.config
-            # what this process holds of each layer: all of it, or one rank's share (chapter 00)
+            # what this process holds of each layer: all of it, or one rank's share (chapter 00a)
             self.rank_shape = shard_shape(self.config.shape, cfg.tensor_parallel_size)
             # the runner zeroes every block the allocator hands out: chapter 03b's clean pages
             self.backend = select_attention_backend(cfg.attention_backend, self.device, clean_pages=True)
@@ -227,7 +227,7 @@ class LLM:
     @property
     def last_batch(self): return self.core.last_batch    # the last step's plan, with chapter 06's decisions
     @property
-    def budget(self): return self.memory.budget     # chapter 00's estimate (None: num_blocks was given)
+    def budget(self): return self.memory.budget     # chapter 00a's estimate (None: num_blocks was given)
     @property
     def kv_caches(self) -> list: return self.runner.kv_caches
     @property

@@ -1,4 +1,4 @@
-"""Property tests of the chapter 00-01 accounting on random input (hypothesis)."""
+"""Property tests of the chapter 00a-01 accounting on random input (hypothesis)."""
 from fractions import Fraction
 from hypothesis import given, settings, strategies as st
 from minipaged.accounting.budget import ModelShape, kv_bytes, kv_bytes_per_token

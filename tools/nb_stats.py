@@ -4,11 +4,12 @@ Per chapter: the exported cells (`#| export`, not counting a module's import-onl
 largest size in lines (directive lines and blank lines not counted), and the share of them followed within
 two cells by a test: a code cell that is not exported and asserts something (`assert`, fastcore's `test_*`, a
 `check_*` oracle). Also: the exercises at the end of the chapter (`## Exercises` and its `### Exercise` items)
-and whether the chapter closes with previous/next links.
+whether the chapter closes with previous/next links, its cells and lines of code, and its "build it" exercises.
 
 Fails (exit status 1, one line per problem) where a chapter's median is over MEDIAN_LINES, a cell is over
-MAX_LINES (MAX_CLASS_LINES for a cell that declares one class whole), the share is under MIN_TESTED, a chapter (not an appendix, 90+) has fewer than MIN_EXERCISES exercises, or
-a chapter's last cell is not its previous/next links (`tools/render_nav.py`).
+MAX_LINES (MAX_CLASS_LINES for a cell that declares one class whole), the share is under MIN_TESTED, a chapter (not an appendix, 90+) has fewer than MIN_EXERCISES exercises, a
+chapter (appendices too) has over MAX_CELLS cells or MAX_CODE_LINES lines of code, a core chapter (BUILD_IT; its
+first part, `NN_`) has no `### Exercise N (build it): …`, or a chapter's last cell is not its previous/next links (`tools/render_nav.py`).
 
     python tools/nb_stats.py            # the table, then the problems
     python tools/nb_stats.py --json F   # also write the numbers to F
@@ -22,6 +23,12 @@ MAX_LINES = 40         # any exported cell but a class declared whole
 MAX_CLASS_LINES = 100  # a cell that declares one class whole, and nothing else
 MIN_TESTED = 0.60      # exported cells with a test within two cells
 MIN_EXERCISES = 2
+MAX_CELLS = 150        # a chapter a learner can finish: cells of any kind...
+MAX_CODE_LINES = 800   # ...and lines of code (non-blank lines of its code cells)
+# The core chapters, each with a "build it" exercise: the learner writes the chapter's central mechanism
+# from a stub, tested by the tests the library's version passes (that version is the worked solution)
+BUILD_IT = ('01', '02', '03', '04', '05', '06', '08')
+BUILD_IT_RE = re.compile(r'^###\s+Exercise\b[^\n]*\(build it\)', re.M)
 TEST_RE = re.compile(r'^\s*assert\b|\btest_(?:eq|ne|close|fail|is|stdout|warns|shuffled|eq_type)\b\(|\bcheck_\w+\(',
                      re.MULTILINE)
 CHAPTER_RE = re.compile(r'^\d\d[a-z]?_')
@@ -63,10 +70,14 @@ def chapter_stats(path: Path) -> dict:
         tested += any(is_test(n) for n in cells[i + 1:i + 3])
     md = [''.join(c['source']) for c in cells if c['cell_type'] == 'markdown']
     exercises = sum(len(re.findall(r'^###\s+Exercise\b', m, re.M)) for m in md)
+    build_it = sum(len(BUILD_IT_RE.findall(m)) for m in md)
+    code_total = sum(len([l for l in ''.join(c['source']).splitlines() if l.strip()])
+                     for c in cells if c['cell_type'] == 'code')
     nav = bool(md) and bool(re.search(r'\[(?:←|Previous|Next|→)', md[-1]))
     return dict(chapter=path.stem, exported=len(sizes), median=statistics.median(sizes) if sizes else 0,
                 max=max(sizes, default=0), tested=tested / len(sizes) if sizes else 1.0,
-                exercises=exercises, nav=nav, over=over)
+                exercises=exercises, build_it=build_it, cells=len(cells),
+                code_lines=code_total, nav=nav, over=over)
 
 def problems(s: dict) -> list[str]:
     out = []
@@ -80,6 +91,12 @@ def problems(s: dict) -> list[str]:
                    f"(at least {MIN_TESTED:.0%})")
     if s['exercises'] < MIN_EXERCISES and int(s['chapter'][:2]) < 90:   # appendices (90, 91) have none
         out.append(f"{s['chapter']}: {s['exercises']} exercises (at least {MIN_EXERCISES})")
+    if s['cells'] > MAX_CELLS:
+        out.append(f"{s['chapter']}: {s['cells']} cells (at most {MAX_CELLS}: split it where it holds two lessons)")
+    if s['code_lines'] > MAX_CODE_LINES:
+        out.append(f"{s['chapter']}: {s['code_lines']} lines of code (at most {MAX_CODE_LINES})")
+    if s['chapter'][:2] in BUILD_IT and s['chapter'][2] == '_' and not s['build_it']:
+        out.append(f"{s['chapter']}: no '### Exercise N (build it): …' (a core chapter has one)")
     if not s['nav']: out.append(f"{s['chapter']}: no previous/next links in its last cell")
     return out
 
@@ -89,13 +106,14 @@ def main(argv=None) -> int:
     ap.add_argument('--no-fail', action='store_true', help='print the table only')
     a = ap.parse_args(argv)
     rows = [chapter_stats(p) for p in sorted((ROOT / 'nbs').glob('*.ipynb')) if CHAPTER_RE.match(p.name)]
-    print(f"{'chapter':28} {'exported':>8} {'median':>6} {'max':>4} {'tested':>6} {'exercises':>9} {'nav':>3}")
+    print(f"{'chapter':28} {'cells':>5} {'code':>5} {'exported':>8} {'median':>6} {'max':>4} {'tested':>6} "
+          f"{'exercises':>9} {'build':>5} {'nav':>3}")
     for s in rows:
-        print(f"{s['chapter']:28} {s['exported']:8d} {s['median']:6.1f} {s['max']:4d} {s['tested']:6.0%} "
-              f"{s['exercises']:9d} {'yes' if s['nav'] else 'no':>3}")
+        print(f"{s['chapter']:28} {s['cells']:5d} {s['code_lines']:5d} {s['exported']:8d} {s['median']:6.1f} "
+              f"{s['max']:4d} {s['tested']:6.0%} {s['exercises']:9d} {s['build_it']:5d} {'yes' if s['nav'] else 'no':>3}")
     allsizes = [s['exported'] for s in rows]
     tot = sum(allsizes)
-    print(f"{'all':28} {tot:8d} {'':6} {max(s['max'] for s in rows):4d} "
+    print(f"{'all':28} {sum(s['cells'] for s in rows):5d} {sum(s['code_lines'] for s in rows):5d} {tot:8d} {'':6} {max(s['max'] for s in rows):4d} "
           f"{sum(s['tested'] * s['exported'] for s in rows) / max(tot, 1):6.0%} {sum(s['exercises'] for s in rows):9d}")
     if a.json: Path(a.json).write_text(json.dumps(rows, indent=1) + '\n')
     found = [p for s in rows for p in problems(s)]

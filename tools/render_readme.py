@@ -3,7 +3,7 @@
 
 Cells tagged `#| hide` are left out, `#| echo: false` keeps only its output, `#|` directive lines are stripped, code and its saved
 outputs are kept. Links are written relative to `nbs/` (so they work in JupyterLab, which opens `nbs/`);
-here they are rewritten for the repository root (`00_kv_budget.ipynb` becomes `nbs/00_kv_budget.ipynb`). `--check` exits 1 if README.md differs from what would be written."""
+here they are rewritten for the repository root (`00a_kv_budget.ipynb` becomes `nbs/00a_kv_budget.ipynb`). `--check` exits 1 if README.md differs from what would be written."""
 import re, sys
 from pathlib import Path
 import nbformat

@@ -62,10 +62,10 @@ def engine_config(a, names, defaults: EngineConfig | None = None) -> EngineConfi
 # %% ../../nbs/09_serving_benchmark.ipynb #b2d7e416
 def engine_error(e: ValueError, names, engine: EngineConfig, where: str = '') -> ValueError:
     """The engine's refusal of its settings `engine` as a ValueError naming the option of `names` its message
-    starts with, or chapter 00's budget"""
+    starts with, or chapter 00a's budget"""
     named = flag_error(e, names, engine, where)
     if named is not None: return named
     if engine.num_blocks is None:
-        why = "no --num-blocks given, and chapter 00's budget fails for these settings"
+        why = "no --num-blocks given, and chapter 00a's budget fails for these settings"
         return ValueError(f"{where}{why}: {e}")
     return ValueError(f"{where}the engine refuses these settings: {e}")

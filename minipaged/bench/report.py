@@ -60,7 +60,7 @@ def _workspace_rows(llm: LLM) -> list[dict]:
 
 # %% ../../nbs/09_serving_benchmark.ipynb #3e545f91
 def _fixed_memory_rows(run: Run, llm: LLM) -> list[dict]:
-    "The measured weights, KV pool, process baseline and kept gather workspace beside chapter 00's terms"
+    "The measured weights, KV pool, process baseline and kept gather workspace beside chapter 00a's terms"
     shape, cfg = llm.rank_shape, run.config                 # this process's: rank 0's share at tp > 1
     weights = sum(p.numel() * p.element_size() for p in llm.model.parameters())
     pool = sum(t.numel() * t.element_size() for kv in llm.kv_caches for t in kv)
@@ -75,7 +75,7 @@ def _fixed_memory_rows(run: Run, llm: LLM) -> list[dict]:
 
 # %% ../../nbs/09_serving_benchmark.ipynb #7525d56c
 def _step_peak_rows(run: Run, llm: LLM) -> list[dict]:
-    "The largest prefill and decode step peaks over their start beside chapter 00's activation term"
+    "The largest prefill and decode step peaks over their start beside chapter 00a's activation term"
     shape, rows = llm.rank_shape, []                         # rank 0's share at tp > 1
     for phase in ('prefill', 'decode'):
         steps = [x for x in run.steps if x.get('rss_peak') is not None and x.get('seqs')
@@ -92,5 +92,5 @@ def _step_peak_rows(run: Run, llm: LLM) -> list[dict]:
 # %% ../../nbs/09_serving_benchmark.ipynb #08b08ae8
 def process_memory_rows(run: Run, llm: LLM) -> list[dict]:
     """Measured weights, KV pool, baseline, gather workspace and the largest prefill and decode step peaks
-    beside chapter 00's predictions"""
+    beside chapter 00a's predictions"""
     return _fixed_memory_rows(run, llm) + _step_peak_rows(run, llm)

@@ -48,7 +48,7 @@ class EngineConfig:
     speculative_config: by chapter 11, when an engine is built)"""
     block_size: int = field(default=16, metadata={'help': 'token slots per KV block (a page)'})
     num_blocks: int | None = field(default=None, metadata={
-        'help': "blocks in the KV pool (default: as many as chapter 00's budget leaves)"})
+        'help': "blocks in the KV pool (default: as many as chapter 00a's budget leaves)"})
     max_num_seqs: int = field(default=64, metadata={'help': 'most sequences in one step'})
     max_num_batched_tokens: int = field(default=2048, metadata={'help': "the step's token budget"})
     max_model_len: int | None = field(default=None, metadata={
@@ -70,7 +70,7 @@ class EngineConfig:
         'help': "the budget's memory (default: gpu_memory_utilization of a GPU; a CPU's: 256 MiB of KV)"})
     gpu_memory_utilization: float = field(default=0.9, metadata={
         'help': "the share of a GPU's total memory this engine may use: weights, activations, workspace, "
-                "headroom and the KV pool, which is what is left (chapter 00)"})
+                "headroom and the KV pool, which is what is left (chapter 00a)"})
     policy: str = field(default='fcfs', metadata={
         'help': "the waiting queue's order: arrival, or (priority, arrival)"})
     seed: int = field(default=0, metadata={'help': 'seeds the samples that bring no seed of their own'})

@@ -34,7 +34,7 @@ def _check_special_tokens(eos_token_ids, bos_token_id, vocab_size: int) -> None:
 # %% ../../nbs/07_model.ipynb #e8e859e0
 @dataclass(frozen=True)
 class ModelConfig:
-    "A decoder's shape (chapter 00) plus what the forward pass needs beyond it"
+    "A decoder's shape (chapter 00a) plus what the forward pass needs beyond it"
     shape: ModelShape
     rope_theta: float = 10000.0
     rms_norm_eps: float = 1e-6

@@ -1,4 +1,4 @@
-"Worked solutions to the exercises of chapter 00 (the KV budget)."
+"Worked solutions to the exercises of chapter 00a (the KV budget)."
 from minipaged.accounting.budget import ModelShape, memory_budget
 from minipaged.utils import check_positive
 
