@@ -306,7 +306,7 @@ def _click_link(page, href: str, last: bool = False):
     link.scroll_into_view_if_needed(); link.click()
 
 def test_links_navigate_in_jupyterlab(lab):
-    "The course map's link opens chapter 00a; its closing 'next' link opens chapter 01; the glossary link opens it"
+    "The course map's first link opens the first chapter; its closing 'next' link opens the second; the glossary link opens it"
     from playwright.sync_api import sync_playwright
     chapters = [p.name for p in NOTEBOOKS if re.match(r'\d\d', p.name)]
     with sync_playwright() as pw:

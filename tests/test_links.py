@@ -62,3 +62,63 @@ def test_every_chapter_is_on_the_course_map_and_linked_to_its_neighbours():
 
 def test_anchor_rule():
     assert anchor('Chunked prefill') == 'Chunked-prefill' and anchor('`KV cache`') == 'KV-cache'
+
+def chapter_title(p: Path) -> str:
+    for md in markdown(p):
+        m = re.search(r'^#\s+(.+?)\s*$', md, re.M)
+        if m: return m.group(1)
+    return p.stem
+
+def test_the_course_map_names_each_chapter_by_its_title():
+    "Each chapter's row of the course map's table is linked with the chapter's own first heading"
+    index = '\n'.join(markdown(NBS / 'index.ipynb'))
+    rows = dict((target, text) for text, target in re.findall(r'^\|\s*\[([^\]]+)\]\(([^)#\s]+)\)', index, re.M))
+    chapters = [p for p in NOTEBOOKS if re.match(r'\d\d', p.name)]
+    assert [p.name for p in chapters if p.name not in rows] == [], 'every chapter has a row'
+    assert {p.name: rows[p.name] for p in chapters if rows[p.name] != chapter_title(p)} == {}
+
+def test_the_run_time_table_lists_every_chapter():
+    "benchmarks/results/chapter_times.json (the index's run-time table) times every chapter, and only chapters"
+    times = json.loads((ROOT / 'benchmarks/results/chapter_times.json').read_text())
+    timed = [c['chapter'] for c in times['chapters']]
+    assert timed == [p.stem for p in NOTEBOOKS if re.match(r'\d\d', p.name)]
+
+def glossary_terms() -> list[str]:
+    return [m.group(1).strip() for md in markdown(NBS / 'glossary.ipynb') for m in re.finditer(r'^###\s+(.+)$', md, re.M)]
+
+def first_use(term: str):
+    "The first chapter cell (course order, markdown, not a heading, code span or link target) that uses `term`"
+    rx = re.compile(r'(?<![\w#-])' + re.escape(term) + r'(?:s|es)?(?![\w-])', re.I)
+    blank = lambda m: ' ' * len(m.group())
+    for p in NOTEBOOKS:
+        if not re.match(r'\d\d', p.name): continue
+        for c in json.loads(p.read_text())['cells']:
+            if c['cell_type'] != 'markdown' or c.get('id') == 'chapter-nav': continue
+            s = ''.join(c['source'])
+            masked = re.sub(r'\]\([^)]*\)', blank, re.sub(r'^#.*$', blank, re.sub(r'`[^`\n]*`', blank, FENCE.sub(blank, s)),
+                                                          flags=re.M))
+            if rx.search(masked): return p.name, s
+    return None
+
+def test_every_glossary_term_is_linked_from_its_first_use():
+    "The paragraph where the course first uses a glossary term links it to the glossary"
+    unlinked = {}
+    for term in glossary_terms():
+        use = first_use(term)
+        if use and f'glossary.ipynb#{anchor(term)})' not in use[1]: unlinked[term] = use[0]
+    assert unlinked == {}, unlinked
+
+def test_every_figure_is_shown_where_it_is_written():
+    "A chapter cell that writes a figure (`write_figure`) shows it inline: an image in its committed output or the next"
+    missing = []
+    for p in NOTEBOOKS:
+        if not re.match(r'\d\d', p.name) or int(p.name[:2]) >= 90: continue    # chapters; appendices test helpers
+        cells = json.loads(p.read_text())['cells']
+        for i, c in enumerate(cells):
+            src = ''.join(c['source'])
+            if c['cell_type'] != 'code' or 'write_figure(' not in src or re.search(r'^#\|\s*(export|slow|gpu)', src, re.M):
+                continue
+            near = [n for n in cells[i:i + 3] if n['cell_type'] == 'code']
+            if not any('image/png' in o.get('data', {}) for n in near for o in n.get('outputs', [])):
+                missing.append(f"{p.stem} cell {c.get('id')}")
+    assert missing == [], missing
