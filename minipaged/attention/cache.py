@@ -172,7 +172,6 @@ def _check_table(block_tables) -> tuple[int, int]:
                          f"{[num_seqs, width]}")
     return num_seqs, width
 
-# %% ../../nbs/03_paged_attention.ipynb #4a7dfe48
 def _check_table_and_lens(block_tables, context_lens) -> torch.Tensor:
     "The table is a non-empty 2-D integer tensor and `context_lens` one integer per row, on its device"
     num_seqs, _ = _check_table(block_tables)
@@ -201,7 +200,6 @@ def _check_lens_fit(lens: torch.Tensor, num_blocks: int, block_size: int, width:
                          f"but block_tables has {width} columns")
     return used
 
-# %% ../../nbs/03_paged_attention.ipynb #c84d6448
 def _check_used_ids(block_tables: torch.Tensor, used: torch.Tensor, num_blocks: int) -> None:
     "Every block id in a row's first `used` columns names a block of the cache (the padding is not looked at)"
     in_use = torch.arange(block_tables.shape[1], device=used.device)[None, :] < used[:, None]
@@ -211,7 +209,6 @@ def _check_used_ids(block_tables: torch.Tensor, used: torch.Tensor, num_blocks: 
         raise ValueError(f"block_tables[{i}, {j}] = {int(block_tables[i, j])} is not a block id in [0, "
                          f"{num_blocks})")
 
-# %% ../../nbs/03_paged_attention.ipynb #58cb41ab
 def check_block_tables(
     block_tables: torch.Tensor, context_lens, num_blocks: int, block_size: int
 ) -> torch.Tensor:
@@ -233,7 +230,6 @@ def _check_q(q, k_cache: torch.Tensor) -> None:
     if q.device != k_cache.device:
         raise ValueError(f"q is on {q.device} but the cache is on {k_cache.device}")
 
-# %% ../../nbs/03_paged_attention.ipynb #99ce21c5
 def check_query(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor) -> tuple[int, int, int, int]:
     """Check the caches and `q [num_tokens, num_q_heads, head_dim]` against them (shapes, dtypes, devices
     only); return the cache shape"""
@@ -257,7 +253,6 @@ def _cu_tensor(cu_seqlens_q, num_seqs: int, device) -> torch.Tensor:
         raise ValueError(f"cu_seqlens_q is on {cu_seqlens_q.device} but q is on {device}")
     return cu_seqlens_q.long()
 
-# %% ../../nbs/03_paged_attention.ipynb #0a2cc76a
 def _new_tokens(cu_seqlens_q, num_seqs: int, num_tokens: int | None, device) -> torch.Tensor:
     "New tokens per sequence from `cu_seqlens_q` (`num_seqs + 1` entries from 0 to `num_tokens`, increasing)"
     cu = _cu_tensor(cu_seqlens_q, num_seqs, device)
@@ -289,7 +284,6 @@ def check_query_lens(
                          f"{int(lens[i])}: a context length counts the new tokens too")
     return q_lens
 
-# %% ../../nbs/03_paged_attention.ipynb #6ebe1893
 def check_scale(scale, head_dim: int) -> float:
     "The softmax scale: `1/sqrt(head_dim)` by default, else a positive finite number"
     if scale is None: return 1 / math.sqrt(head_dim)
@@ -297,7 +291,6 @@ def check_scale(scale, head_dim: int) -> float:
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
     return float(scale)
 
-# %% ../../nbs/03_paged_attention.ipynb #0fa62a5c
 def check_paged_inputs(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                        block_tables: torch.Tensor, context_lens, cu_seqlens_q: torch.Tensor | None = None,
                        scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor, float]:
