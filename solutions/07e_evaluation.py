@@ -1,12 +1,12 @@
-"Worked solutions to the exercises of chapter 07b (training a model worth serving)."
+"Worked solutions to the exercises of chapter 07e (how good the trained model is)."
+import math
 import numpy as np
 
 
-def bytes_per_token(tok, text: str) -> float:
-    "UTF-8 bytes of `text` per token of its encoding"
-    # Bytes, not characters: bits per byte divides by the UTF-8 length, so this is the factor that converts a
-    # loss per token into bits per byte. No EOS is added: we measure the tokenizer on the text alone.
-    return len(text.encode('utf-8')) / len(tok.encode(text, add_special_tokens=False).ids)
+def uniform_bits_per_byte(num_tokens: int, vocab_size: int, num_bytes: int) -> float:
+    "Bits per byte of a uniform model over `vocab_size` tokens"
+    # every token costs log2(V) bits whatever it is; the text's bytes share them
+    return num_tokens * math.log2(vocab_size) / num_bytes
 
 
 def unigram_nll(train, heldout, vocab_size: int) -> float:

@@ -1,4 +1,4 @@
-"Worked solutions to the exercises of chapter 07a (a real model to talk to)."
+"Worked solutions to the exercises of chapter 07b (a real model: reading GGUF)."
 import numpy as np
 
 
