@@ -1,16 +1,12 @@
-"Worked solutions to chapter 12's exercises"
-import json
+"Worked solutions to the exercises of chapter 12 (the protocol)"
+from minipaged.serve.protocol import ERROR_TYPES
 
 
-def read_events(text: str) -> list[dict]:
-    "The JSON bodies of an event stream's data lines, in order, up to [DONE]"
-    events = []
-    for line in text.splitlines():
-        if not line.startswith('data:'): continue
-        data = line[5:].strip()
-        if data == '[DONE]': break
-        events.append(json.loads(data))
-    return events
+def my_error_body(status: int, message: str, param: str | None = None) -> dict:
+    "The OpenAI-style error body of a refusal"
+    # The type is what OpenAI's clients turn into an exception class; a status they do not name is a server error.
+    return dict(error=dict(message=message, type=ERROR_TYPES.get(status, 'InternalServerError'), param=param,
+                           code=status))
 
 
 def bucket_quantile(bounds: list[float], cumulative: list[int], q: float) -> float:

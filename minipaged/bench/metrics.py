@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['STATUSES', 'RequestRecord', 'request_latencies', 'SLO', 'meets_slo', 'summarize', 'by_length']
+__all__ = ['STATUSES', 'RequestRecord', 'request_latencies', 'SLO', 'meets_slo', 'summarize', 'by_length', 'plan_record']
 
 # %% ../../nbs/09_serving_benchmark.ipynb #imp14327
 import math
 from dataclasses import asdict, dataclass
 import numpy as np
 from ..utils import distribution
+from ..engine.request import AdmissionStop, ScheduledBatch
 
 # %% ../../nbs/09_serving_benchmark.ipynb #db98a18e
 @dataclass
@@ -100,3 +101,15 @@ def by_length(records: list[RequestRecord], key: str = 'prompt_len', edges=(64, 
     groups = [(lo, hi, [request_latencies(r) for r in done if lo < getattr(r, key) <= hi])
               for lo, hi in zip(bounds, bounds[1:])]
     return [_length_bucket(key, lo, hi, g) for lo, hi, g in groups if g]
+
+# %% ../../nbs/09_serving_benchmark.ipynb #c68bab39
+def plan_record(batch: ScheduledBatch) -> dict:
+    "One step's plan as a row: its tokens, the queues it left, preemptions, rejections, what held the queue"
+    stop, ns = batch.admission, batch.num_new_tokens
+    return dict(tokens=batch.num_batched_tokens, prefill_tokens=batch.num_prefill_tokens,
+                decodes=batch.num_decodes, seqs=len(batch.requests), max_q=max(ns, default=0),
+                max_context=max((p + n for p, n in zip(batch.start_positions, ns)), default=0),
+                guess_tokens=batch.num_guess_tokens,
+                preempted=len(batch.preempted), rejected=len(batch.rejected),
+                running=batch.num_running, waiting=batch.num_waiting,
+                limit=None if stop in (None, AdmissionStop.QUEUE_EMPTY) else stop.value)
