@@ -1,4 +1,4 @@
-"""Who holds which page: a pool of blocks, reference counts, fork, copy-on-write and a prefix cache, with every invariant checked after every operation.
+"""Who holds which page: a pool of blocks that sequences share, hand out and give back, with every invariant checked after every operation.
 
 Docs: https://minipaged.github.io/minipaged/block_manager.html.md"""
 
@@ -7,7 +7,7 @@ Docs: https://minipaged.github.io/minipaged/block_manager.html.md"""
 # %% ../../nbs/05_block_manager.ipynb #be048cf9
 from __future__ import annotations
 from collections import Counter
-from ..utils import cdiv, check_count, check_positive, patch_to
+from ..utils import cdiv, check_count, check_positive
 from .allocator import Allocator as Allocator, AllocatorBase, NoFreeBlocksError
 from .pool import BlockPool, CopiesInFlight
 from .prefix_cache import CacheKeyContext, PrefixCache, salt_identity
@@ -55,7 +55,6 @@ class BlockManager(AllocatorBase):
     def num_used_blocks(self) -> int: return self.pool.used
     @property
     def cached_blocks(self) -> list[int]: return list(self.cache.evictable)   # in eviction order
-
     def __repr__(self):
         return (f"BlockManager({self.num_blocks} blocks of {self.block_size}: {self.pool.used} used, "
                 f"{len(self.cache.evictable)} cached, {len(self.pool.free)} free, "
@@ -70,7 +69,15 @@ class BlockManager(AllocatorBase):
         return _allocate(self, seq_id, token_ids, salt)
     def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
         "Add `token_ids` to `seq_id`, reserving their slots; return the (src, dst) block copies to run first"
-        return _append_slow(self, seq_id, self._seqs.get(seq_id), token_ids)
+        seq = self._seqs.get(seq_id)
+        if seq is not None and len(token_ids) == 1:       # one token: its two common cases inline
+            if seq.room: seq.room -= 1                    # room left in a private last block: no checks left
+            elif len(seq.tokens) % self.block_size == 0 and (self.pool.free or self.cache.evictable):
+                seq.blocks += _take(self, 1); seq.room = self.block_size - 1    # a full last block: one fresh
+            else: return _append_slow(self, seq_id, seq, token_ids)            # copy-on-write, or a refusal
+            seq.tokens.append(token_ids[0])
+            return []
+        return _append_slow(self, seq_id, seq, token_ids)
     def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
         "The engine wrote K/V for the first `num_computed_tokens` positions of `seq_id`: record; cache blocks"
         n, seq = num_computed_tokens, self._seqs.get(seq_id)
@@ -98,29 +105,24 @@ class BlockManager(AllocatorBase):
     def block_table(self, seq_id) -> list[int]:
         "The physical blocks of sequence `seq_id`, in logical order (a copy)"
         return list(self._get(seq_id).blocks)
-
     def slots(self, seq_id, start: int, end: int) -> list[int]:
         "Physical slots (`block_id * B + offset`) of positions `[start, end)` of sequence `seq_id`"
         seq, B = self._get(seq_id), self.block_size
         self._check_span(seq, start, end)
         return [seq.blocks[p // B] * B + p % B for p in range(start, end)]
-
     def pop_fresh_blocks(self) -> list[int]:
         "The blocks handed out since the last call without cached content, in order; the list starts over"
         return self.pool.pop_fresh()
-
     def snapshot(self) -> tuple:
         "Everything observable about the pool, as one value: two snapshots are equal when nothing changed"
         seqs = {s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at)
                 for s, q in self._seqs.items()}
         return (seqs, self.pool.snapshot(), self.cache.snapshot(), self._in_flight.snapshot(),
                 tuple(self._stats.items()))
-
     def metrics(self) -> dict:
         "Pool occupancy now, the high-water mark of used blocks, prefix-cache hits, copies and evictions"
         return dict(used=self.pool.used, cached=len(self.cache.evictable), free=len(self.pool.free),
                     high_water=self.pool.high_water, **self._stats, evictions=self.cache.evictions)
-
     def check(self) -> None:
         "Verify every invariant of the pool from scratch (the checks at the end of the chapter)"
         check_window(self); check_pool(self); check_keys(self)
@@ -352,28 +354,10 @@ def check_seq(bm: BlockManager, sid, s: _Seq) -> None:
 # %% ../../nbs/05_block_manager.ipynb #4b1ba437
 def _rollback_to(bm: BlockManager, seq_id, num_tokens: int) -> None:
     """Shrink `seq_id` to its first `num_tokens` tokens, giving back the slots of tokens never computed
-    (rejected guesses): blocks wholly past the new end return to the pool"""
+    (tokens a step did not keep): blocks wholly past the new end return to the pool"""
     seq = bm._get(seq_id)
     n, B = bm._check_rollback(seq, num_tokens), bm.block_size
     keep = cdiv(n, B)
     _release(bm, seq.blocks[keep:])                 # tail first, as `free`; one a copy holds: copies_done()
     del seq.blocks[keep:], seq.tokens[n:]
     seq.room = keep * B - n if bm.pool.ref[seq.blocks[-1]] == 1 else 0
-
-# %% ../../nbs/05_block_manager.ipynb #b9c22d83
-@patch_to(BlockManager)
-def append(self, seq_id, token_ids) -> list[tuple[int, int]]:
-    """Add `token_ids` to `seq_id`, reserving their slots; return the (src, dst) block copies to run on the
-    cache first"""
-    seq = self._seqs.get(seq_id)
-    if seq is not None and len(token_ids) == 1:
-        # room left in a private last block: no checks left
-        if seq.room: seq.room -= 1
-        # the last block is full: one fresh block
-        elif len(seq.tokens) % self.block_size == 0 and (self.pool.free or self.cache.evictable):
-            seq.blocks += _take(self, 1); seq.room = self.block_size - 1
-        # a partly filled shared last block: copy-on-write
-        else: return _append_slow(self, seq_id, seq, token_ids)
-        seq.tokens.append(token_ids[0])
-        return []
-    return _append_slow(self, seq_id, seq, token_ids)
