@@ -7,21 +7,23 @@ Docs: https://minipaged.github.io/minipaged/kv_budget.html.md"""
 # %% ../../nbs/00a_kv_budget.ipynb #9fb1a724
 from __future__ import annotations
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from .shape import (
     canonical_dtype, DTYPE_ALIASES, DTYPE_BYTES, dtype_bytes, kv_bytes, kv_bytes_per_token, ModelShape,
     param_count, preset, PRESET_CONFIGS, shape_from_hf_config, weight_bytes)
+from .sharding import all_reduce_bytes, shard_shape
 from ..utils import cdiv, check_count, check_number, check_positive, fmt_bytes, MiB
-# the shape's names stay importable from here, where the later chapters import them
+# the shape's names, and chapter 13's shape of one rank, stay importable from here, where later chapters
+# import them
 _all_ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes',
          'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count', 'weight_bytes',
-         'shape_from_hf_config', 'preset']
+         'shape_from_hf_config', 'preset', 'shard_shape', 'all_reduce_bytes']
 
 # %% auto #0
-__all__ = ['MEASURABLE', 'prefill_activation_bytes', 'MemoryBudget', 'memory_budget', 'shard_shape', 'all_reduce_bytes',
-           'CapacityEstimate', 'capacity', 'gpu_memory', 'pool_block_cap', 'DTYPE_BYTES', 'DTYPE_ALIASES',
-           'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes', 'kv_bytes_per_token', 'ModelShape', 'kv_bytes',
-           'param_count', 'weight_bytes', 'shape_from_hf_config', 'preset']
+__all__ = ['MEASURABLE', 'prefill_activation_bytes', 'MemoryBudget', 'memory_budget', 'CapacityEstimate', 'capacity',
+           'gpu_memory', 'pool_block_cap', 'DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype',
+           'dtype_bytes', 'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count', 'weight_bytes',
+           'shape_from_hf_config', 'preset', 'shard_shape', 'all_reduce_bytes']
 
 # %% ../../nbs/00a_kv_budget.ipynb #b3f34606
 def prefill_activation_bytes(shape: ModelShape, num_tokens: int, num_seqs: int = 1) -> int:
@@ -102,36 +104,6 @@ def memory_budget(shape: ModelShape, lengths, block_size: int = 16, max_num_batc
     notes = _budget_notes(shape, lengths, block_size, max_num_batched_tokens, max_len, headroom_frac)
     return MemoryBudget(_with_headroom(terms, headroom_frac), notes)
 
-# %% ../../nbs/00a_kv_budget.ipynb #d678b96b
-def _check_split(tp: int, shape: ModelShape) -> None:
-    "Refuse a `tensor_parallel_size` that does not split the query heads, the MLP or the KV heads evenly"
-    H, Hkv, I = shape.num_q_heads, shape.num_kv_heads, shape.intermediate_size
-    name = f"tensor_parallel_size {tp}"
-    if H % tp: raise ValueError(f"{name} must divide the {H} query heads of {shape.name}")
-    if I is not None and I % tp: raise ValueError(f"{name} must divide intermediate_size {I} of {shape.name}")
-    if Hkv % tp and tp % Hkv:
-        raise ValueError(f"{name} must divide the {Hkv} KV heads of {shape.name}, or be a multiple of them "
-                         "(each KV head then copied to tp / num_kv_heads ranks)")
-
-# %% ../../nbs/00a_kv_budget.ipynb #a7d76566
-def shard_shape(shape: ModelShape, tensor_parallel_size: int) -> ModelShape:
-    """The shape one rank of `tensor_parallel_size` holds: its query heads, `ceil(H_kv / tp)` KV heads, its
-    slice of the MLP and of the (padded) vocabulary; the hidden size, layers and norms whole"""
-    tp = check_positive('tensor_parallel_size', tensor_parallel_size)
-    if tp == 1: return shape
-    _check_split(tp, shape)
-    I, V = shape.intermediate_size, shape.vocab_size
-    return replace(shape, num_q_heads=shape.num_q_heads // tp, num_kv_heads=cdiv(shape.num_kv_heads, tp),
-                   intermediate_size=None if I is None else I // tp,
-                   vocab_size=None if V is None else cdiv(V, tp),
-                   name=f"{shape.name}/tp{tp}")
-
-# %% ../../nbs/00a_kv_budget.ipynb #76953d9a
-def all_reduce_bytes(shape: ModelShape, max_num_batched_tokens: int) -> int:
-    "Bytes of the buffer a tensor-parallel all-reduce stages one step's `[tokens, hidden]` activation through"
-    tokens = check_positive('max_num_batched_tokens', max_num_batched_tokens)
-    return tokens * shape.hidden_size * dtype_bytes(shape.dtype)
-
 # %% ../../nbs/00a_kv_budget.ipynb #e67f868e
 @dataclass
 class CapacityEstimate:
@@ -181,7 +153,7 @@ def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16
              measured: dict | None = None) -> CapacityEstimate:
     """Concurrent requests whose retained lengths follow the declared sample `lengths` that fit in
     `memory_bytes` (with `speculative_tokens` guesses each, a `draft` model's weights and KV: chapter 11;
-    on each of `tensor_parallel_size` devices of that memory: the per-rank budget below; `measured` terms
+    on each of `tensor_parallel_size` devices of that memory: chapter 13's per-rank budget; `measured` terms
     replace their estimates)"""
     lengths = [check_positive('length', n) for n in lengths]
     if not lengths: raise ValueError("lengths must hold at least one value of the declared distribution")

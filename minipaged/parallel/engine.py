@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from ..accounting.budget import shard_shape
+from ..accounting.sharding import shard_shape
 from ..attention.backend import select_attention_backend
 from ..model.checkpoint import checkpoint_config, save_model
 from ..engine.runner import ModelRunner

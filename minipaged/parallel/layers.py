@@ -12,7 +12,8 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 from torch import nn
-from ..accounting.budget import ModelShape, shard_shape
+from ..accounting.shape import ModelShape
+from ..accounting.sharding import shard_shape
 from ..model.causal_lm import CausalLM
 from ..model.config import ModelConfig
 from ..utils import cdiv
