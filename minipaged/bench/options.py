@@ -19,7 +19,7 @@ from .metrics import SLO
 from .flags import add_engine_flags, engine_config, flag_type
 
 # %% ../../nbs/09c_bench_command.ipynb #72a75982
-BENCH_ENGINE = replace(EngineConfig(), max_num_batched_tokens=256)     # short steps, for the decodes (above)
+BENCH_ENGINE = replace(EngineConfig(), max_num_batched_tokens=256)     # short steps, for the decodes (chapter 09b)
 ENGINE_FLAGS = ('block_size', 'allocator', 'num_blocks', 'max_model_len', 'max_num_seqs',
                 'max_num_batched_tokens', 'enable_prefix_caching', 'enable_chunked_prefill', 'batching',
                 'device', 'gpu_memory_utilization', 'enforce_eager',
