@@ -30,7 +30,8 @@ def title(p: Path) -> str:
 def nav_source(prev: Path | None, nxt: Path | None) -> str:
     left = f"[← {title(prev)}]({prev.name})" if prev else "[← Course map](index.ipynb)"
     right = f"[{title(nxt)} →]({nxt.name})" if nxt else "[Course map →](index.ipynb)"
-    return (f"---\n\n{left} · [Course map](index.ipynb) · [Glossary](glossary.ipynb) · "
+    middle = " · [Course map](index.ipynb)" if prev and nxt else ""      # the first and last link to it already
+    return (f"---\n\n{left}{middle} · [Glossary](glossary.ipynb) · "
             f"[References](references.ipynb) · {right}")
 
 def render(check: bool = False) -> list[str]:
