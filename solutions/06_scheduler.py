@@ -1,4 +1,5 @@
 "Worked solutions to the exercises of chapter 06 (the scheduler)."
+from minipaged.engine.admission import rejection    # exercise 1 (build it): the library's own check is the worked solution
 
 
 def steps_to_first_token(prompt_len: int, budget: int, num_decoding: int = 0) -> int:
@@ -22,11 +23,3 @@ def quota_rule(s, req, quota: int):
         return f'tenant {req.cache_salt!r} has {held} unfinished requests (quota {quota})'
     return None
 
-
-def shortest_first_key(s, req) -> tuple:
-    "The waiting-queue key of `req`: its prompt's length, then arrival, then submission order"
-    # The key must not change while a request waits (the queue is kept sorted with `bisect.insort`), so it
-    # uses the prompt's length, not the tokens left to compute (those change as a request runs, and a
-    # preempted request's grow). Short prompts overtake long documents: the median TTFT drops, and the long
-    # documents' TTFT (the p99) pays for it: they wait while shorter prompts keep arriving.
-    return (len(req.prompt_token_ids), req.arrival_time, req._seq)

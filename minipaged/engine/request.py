@@ -13,11 +13,14 @@ from enum import Enum
 
 # %% ../../nbs/06_scheduler.ipynb #b518bcb3
 class Status(str, Enum):
+    "Where a request is in its life"
     WAITING = 'waiting'
     RUNNING = 'running'
     FINISHED = 'finished'
 
+# %% ../../nbs/06_scheduler.ipynb #b518bcb5
 class FinishReason(str, Enum):
+    "Why a request finished"
     STOP = 'stop'            # produced a stop token
     LENGTH = 'length'        # reached max_tokens
     CANCELLED = 'cancelled'  # the client cancelled it

@@ -1,4 +1,4 @@
-"""Who runs this iteration, and how many tokens each: continuous batching, chunked prefill, admission, preemption, cancellation.
+"""Who runs this iteration, and how many tokens each: continuous batching, chunked prefill, admission, preemption.
 
 Docs: https://minipaged.github.io/minipaged/scheduler.html.md"""
 
@@ -11,8 +11,8 @@ from .admission import memory_stop, queue_key, rejection, seats_taken
 from .blocks import Allocator, NoFreeBlocksError
 from .config import EngineConfig
 from .request import AdmissionStop, Decision, FinishReason, Request, ScheduledBatch, Status
-from .step_rows import (schedule_decodes, schedule_prefills, update_chunks, update_decodes,
-                                        update_verified)
+from .step_rows import (GuessRows, schedule_decodes, schedule_prefills, update_chunks,
+                                        update_decodes)
 
 # %% auto #0
 __all__ = ['RequestQueues', 'Scheduler', 'StepPlanner', 'check_scheduler', 'pick_victim']
@@ -97,6 +97,8 @@ class Scheduler(RequestQueues):
         super().__init__(block_manager, config.policy)
         self.config = config
         self.watermark_blocks = math.ceil(config.watermark * block_manager.num_blocks)   # admission's reserve
+        spec = config.speculative_config     # chapter 11's setting, once checked, knows its verifying rows
+        self.guess_rows: GuessRows | None = spec.verify_rows() if hasattr(spec, 'verify_rows') else None
     @property
     def max_num_seqs(self) -> int: return self.config.max_num_seqs
     def _rejection(self, req: Request) -> str | None: return rejection(req, self.config, self.bm)
@@ -126,8 +128,8 @@ class Scheduler(RequestQueues):
         if batch.num_verify_rows: self._update_verified(batch, sampled, now)
         update_chunks(self.bm, batch, sampled, now, self._finish)
     def _update_verified(self, batch: ScheduledBatch, sampled: dict, now: float) -> None:
-        "The rows that verify guesses (chapter 11): `update_verified`, below"
-        update_verified(self.bm, batch, sampled, now, self._finish)
+        "The rows that verify guesses: chapter 11's `guess_rows` applies them"
+        self.guess_rows.update(self.bm, batch, sampled, now, self._finish)
     def fork(self, parent: Request, child: Request, num_new_tokens: int = 0) -> Request:
         """Add `child` as a copy of the running `parent` sharing its blocks (or, if the pool cannot hold the
         fork now, waiting to compute its prompt itself); call after the step that computed `num_new_tokens`
@@ -174,7 +176,7 @@ class StepPlanner:
         "Fill the batch: running decodes, then running prefills' chunks, then admissions; record the step"
         s, batch, step = self.s, self.batch, self.step
         budget, prefills = schedule_decodes(batch, list(s.running.values()), self.bm, self.budget, step,
-                                            self.reserve, self.fail)
+                                            self.reserve, self.fail, s.guess_rows)
         self.budget = schedule_prefills(batch, prefills, budget, step, self.reserve)
         batch.rejected, s._rejected = s._rejected, []
         if batch.preempted: batch.admission = AdmissionStop.BLOCKS   # a step that preempted admits nobody
