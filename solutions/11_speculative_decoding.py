@@ -15,3 +15,10 @@ def ngram_earliest(token_ids, k: int, n_min: int, n_max: int) -> list[int]:
         hits = np.flatnonzero((windows == t[-n:]).all(axis=1))
         if len(hits): return t[hits[0] + n:hits[0] + n + k].tolist()
     return []
+
+
+def differing_case() -> tuple:
+    "(token_ids, k, n_min, n_max) on which the earliest and the latest match guess differently"
+    # The suffix (1 2) must occur at least twice before the end, followed by different tokens: then the
+    # earliest occurrence continues with 3, the latest with 4.
+    return [1, 2, 3, 1, 2, 4, 1, 2], 1, 2, 2

@@ -14,6 +14,7 @@ import torch
 from ..utils import check_int, patch_to
 from ..engine.blocks import BlockManager, CacheKeyContext, NoFreeBlocksError
 from ..engine.sampler import filter_logits
+from .verify_rows import VerifyRows
 
 # %% auto #0
 __all__ = ['SPEC_METHODS', 'DISABLE_BY_BATCH_SIZE', 'SpeculativeConfig', 'speculative_config', 'ngram_propose', 'accept_greedy',
@@ -58,6 +59,9 @@ class SpeculativeConfig:
     disable_by_batch_size: int = DISABLE_BY_BATCH_SIZE   # no guessing in a step with this many running
 
     def __post_init__(self): _check_spec(self)
+    def verify_rows(self) -> VerifyRows:
+        "The scheduler's hook for the rows that verify this setting's guesses (chapter 06's `GuessRows`)"
+        return VerifyRows()
 
 # %% ../../nbs/11_speculative_decoding.ipynb #afd1cf78
 def speculative_config(value) -> SpeculativeConfig:
