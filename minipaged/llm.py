@@ -1,4 +1,4 @@
-"""`LLM`, `SamplingParams`, `RequestOutput`: the step loop that joins the scheduler, the block manager, the paged model and the sampler.
+"""`EngineConfig`, `EngineCore`, `LLM`: one iteration — schedule, run, sample, stop — repeated until every request is done.
 
 Docs: https://minipaged.github.io/minipaged/engine.html.md"""
 
@@ -11,7 +11,6 @@ from dataclasses import fields, replace
 from pathlib import Path
 import torch
 from .accounting.budget import shard_shape
-from .attention.backend import select_attention_backend
 from .engine.blocks import BlockManager, CacheKeyContext
 from .engine.config import EngineConfig
 from .engine.core import EngineCore
@@ -21,16 +20,15 @@ from .engine.reservation import ReservationManager
 from .engine.runner import ModelRunner
 from .engine.sampler import SamplingParams
 from .engine.scheduler import Scheduler
-from .engine.sizing import MemoryPlan
+from .engine.sizing import engine_backend, MemoryPlan
 from .model.causal_lm import CausalLM
 from .model.config import ModelConfig
 from .model.loading import check_model_arg, check_tokenizer_arg, load_for_serving
-from .model.tokenizer import render_chat
-from .utils import check_bool
+from .model.tokenizer import chat_prompt, chat_prompts
 
 # %% auto #0
-__all__ = ['collect', 'cancel', 'generate', 'chat_prompt', 'chat_prompts', 'engine_settings', 'check_device', 'make_allocator',
-           'load_ranks', 'speculation', 'make_speculator', 'make_runner', 'LLM']
+__all__ = ['collect', 'cancel', 'generate', 'engine_settings', 'check_device', 'make_allocator', 'load_ranks', 'speculation',
+           'make_speculator', 'make_runner', 'LLM']
 
 # %% ../nbs/08_engine.ipynb #4bfb6ffd
 def collect(core: EngineCore, ids: list, bar=None) -> dict:
@@ -66,35 +64,6 @@ def generate(core: EngineCore, checked: list, use_tqdm: bool | None = None) -> l
     finally:
         if bar: bar.close()
     return [results[i] for i in ids]
-
-# %% ../nbs/08_engine.ipynb #0a954669
-def chat_prompt(tokenizer, messages, chat_template: str | None = None,
-                add_generation_prompt: bool = True) -> dict:
-    """One conversation as a prompt dict: the rendered text and its ids (no special tokens added again); the
-    prompt `chat` submits, and chapter 12's server"""
-    if tokenizer is None: raise ValueError("chat needs a tokenizer, and this model has none")
-    if not (chat_template is None or isinstance(chat_template, str)):
-        raise ValueError("chat_template must be a Jinja template string or None, "
-                         f"got {type(chat_template).__name__}")
-    template = chat_template or tokenizer.chat_template
-    if not template:
-        raise ValueError("chat_template: the tokenizer has none (no chat_template in tokenizer_config.json, "
-                         "no chat_template.jinja); pass chat_template=")
-    source = 'the chat_template argument' if chat_template else tokenizer.template_source
-    text = render_chat(template, messages, add_generation_prompt, tokenizer.special_tokens, source)
-    return dict(prompt_token_ids=tokenizer.encode(text, add_special_tokens=False), prompt=text)
-
-# %% ../nbs/08_engine.ipynb #9ca5e09f
-def chat_prompts(tokenizer, messages, chat_template: str | None, add_generation_prompt: bool) -> list[dict]:
-    "The prompt dicts of one conversation (a list of {'role', 'content'} dicts) or of each of a list of them"
-    many = (isinstance(messages, (list, tuple)) and bool(messages)
-            and all(isinstance(m, (list, tuple)) for m in messages))
-    check_bool('add_generation_prompt', add_generation_prompt)
-    prompts = []
-    for i, conv in enumerate(messages if many else [messages]):
-        try: prompts.append(chat_prompt(tokenizer, conv, chat_template, add_generation_prompt))
-        except ValueError as x: raise ValueError(f"messages[{i}]: {x}" if many else str(x)) from None
-    return prompts
 
 # %% ../nbs/08_engine.ipynb #a5f1068d
 def engine_settings(config: EngineConfig | None, settings: dict) -> EngineConfig:
@@ -132,7 +101,6 @@ def load_ranks(model, cfg: EngineConfig, tokenizer):
     from minipaged.parallel.engine import load_parallel         # chapter 13 plugs in here
     return load_parallel(model, cfg, tokenizer)
 
-# %% ../nbs/08_engine.ipynb #f414ebf3
 def speculation(cfg: EngineConfig) -> tuple:
     "`cfg` with its speculative_config checked (chapter 11), the guesses per request and the draft's shape"
     if cfg.speculative_config is None: return cfg, 0, None
@@ -141,7 +109,6 @@ def speculation(cfg: EngineConfig) -> tuple:
     draft = draft_shape(spec.model) if spec.method == 'draft_model' else None
     return replace(cfg, speculative_config=spec), spec.num_speculative_tokens, draft
 
-# %% ../nbs/08_engine.ipynb #870a18fc
 def make_speculator(cfg: EngineConfig, runner: ModelRunner):
     "Chapter 11's speculator if the config asks for one, else None (the core then guesses nothing)"
     if cfg.speculative_config is None: return None
@@ -178,8 +145,7 @@ class LLM:
             self.model_version, self.config = loaded.version, loaded.model.config
             # what this process holds of each layer: all of it, or one rank's share (chapter 00a)
             self.rank_shape = shard_shape(self.config.shape, cfg.tensor_parallel_size)
-            # the runner zeroes every block the allocator hands out: chapter 03b's clean pages
-            self.backend = select_attention_backend(cfg.attention_backend, self.device, clean_pages=True)
+            self.backend = engine_backend(cfg.attention_backend, self.device)     # chapter 08a
             plan = MemoryPlan(self.config.shape, self.backend, self.device, guesses, draft, model=self.model)
             dtype = str(next(self.model.parameters()).dtype).removeprefix('torch.')
             cfg = self.engine_config = plan.resolve(cfg, self.config.max_position_embeddings, dtype)

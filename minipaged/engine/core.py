@@ -132,7 +132,6 @@ def sample_generator(rng: torch.Generator, params: SamplingParams, j: int):
         return torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,), generator=rng)))
     return torch.Generator().manual_seed(params.seed + j)
 
-# %% ../../nbs/08_engine.ipynb #85de6db4
 def rope_salt(r: CheckedRequest, rope_context: int | None):
     "The cache salt of a request's blocks: the caller's, with the prompt's length where dynamic RoPE uses it"
     if rope_context is None or len(r.ids) <= rope_context: return r.cache_salt
