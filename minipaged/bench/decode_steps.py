@@ -13,7 +13,7 @@ from ..engine.sampler import SamplingParams
 
 # %% ../../nbs/08c_why_batching.ipynb #c2fb0c65
 def decode_step_times(llm, prompts: list[list[int]], steps: int = 5) -> list[float]:
-    "Seconds of each of `steps` engine steps in which all `prompts` decode one token each, and nothing else runs"
+    "Seconds of each of `steps` engine steps in which all `prompts` decode one token, and nothing else runs"
     params = SamplingParams(max_tokens=steps + 1, temperature=0.0, ignore_eos=True)
     ids = {llm.add_request(p, params) for p in prompts}
     started: set = set()

@@ -1,0 +1,1 @@
+"""A first engine: one request, a contiguous KV cache and a plain generate loop (chapter 00)."""
