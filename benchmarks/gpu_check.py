@@ -448,7 +448,7 @@ def section_profile(rec: Record, cfg: dict, smoke: bool) -> None:
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == 'cuda' else [])
     from minipaged.model.ops import TORCH_OPS
     modes = GRAPH_MODES + [('graphs off, unfused ops', dict(enforce_eager=True))]
-    for mode, kw in modes:                                   # the last: chapter 07's plain ops, before chapter 14
+    for mode, kw in modes:                                   # the last: chapter 07a's plain ops, before chapter 14
         llm = engine(path, cfg, smoke, **kw)
         if 'unfused' in mode: llm.model.ops = TORCH_OPS
         ids = fill(llm, cfg, cfg['profile_batch'])

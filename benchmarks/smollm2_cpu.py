@@ -1,4 +1,4 @@
-"""SmolLM2-135M-Instruct (chapter 07a's fetched model) on this CPU: the engine against `transformers`, in one run.
+"""SmolLM2-135M-Instruct (chapter 07c's fetched model) on this CPU: the engine against `transformers`, in one run.
 
 Workload: the 32 chat prompts below, each through the model's chat template, answered greedily with --new tokens
 (64; ignore_eos, so every system writes exactly as many); and one request alone, the first prompt, with --alone

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Speculative decoding on the course's model (chapter 11): acceptance rate, mean tokens per verifying step and
 output tokens/s with and without guessing, at batch 1, 8 and 64, for prompt lookup (`ngram`) and the shipped
-draft model (`models/pylm-draft`: chapter 07b's recipe at half the width and depth, the target's tokenizer), on
+draft model (`models/pylm-draft`: chapter 07d's recipe at half the width and depth, the target's tokenizer), on
 held-out code prompts of `models/pylm/prompts.jsonl`, greedy. Every engine is built once; the methods run in
 turns, `--repeats` rounds, and each reports its best round (these machines are noisy). Every speculative run's
 tokens are compared with the run without guessing (`identical`). "always" runs guess at every batch size;

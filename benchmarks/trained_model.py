@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The shipped model's quality, re-measured from the checkpoint: held-out bits per byte of `models/pylm` against
 `gzip -9` and a token bigram on the same held-out files, and the valid-Python share of 100 seeded sampled
-completions of held-out function headers (chapter 07b's `evaluate_checkpoint`, through the engine). The training
+completions of held-out function headers (chapter 07d's `evaluate_checkpoint`, through the engine). The training
 figures (time, tokens, final loss) are the checkpoint's own record (`metrics.json`, written by `make train`).
 
     python benchmarks/trained_model.py --json benchmarks/results/trained_model.json

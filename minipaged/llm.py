@@ -123,7 +123,7 @@ def make_runner(model, cfg: EngineConfig, backend, shape) -> ModelRunner:
     if cfg.tensor_parallel_size > 1: return ModelRunner(*args, shape)        # graphs across ranks: not yet
     from minipaged.fast.graphs import GraphRunner                          # chapter 15 plugs in here
     fused = torch.device(cfg.device).type == 'cuda' and backend.name == 'triton'
-    ops = None                                       # the model's own: chapter 07's plain-torch steps
+    ops = None                                       # the model's own: chapter 07a's plain-torch steps
     if fused: from minipaged.fast.fused import TRITON_OPS as ops     # chapter 14's kernels: this runner's
     capture = fused and not cfg.enforce_eager and not model.dynamic_rope   # dynamic RoPE: a host read
     return GraphRunner(*args, cfg.max_num_seqs, cfg.max_model_len, shape, ops, capture=capture)

@@ -8,7 +8,7 @@ from minipaged.bench.metrics import STATUSES
 from minipaged.bench.workload import LengthDist, Workload, workload_from_json, workload_to_json
 
 def args(*argv, **extra):
-    "The options of a run; chapter 07's tiny random model and random token ids unless a --model is named"
+    "The options of a run; chapter 07a's tiny random model and random token ids unless a --model is named"
     p = argparse.ArgumentParser(); add_bench_arguments(p)
     model = [] if '--model' in argv else ['--model', 'tiny-random']
     a = p.parse_args(['--threads', '1', '--no-progress', *model, *map(str, argv)])
@@ -127,7 +127,7 @@ def test_a_run_that_served_some_has_no_error(tmp_path):
 
 
 def test_the_default_serves_the_trained_model_on_code_and_prints_its_text(tmp_path, capsys):
-    """No --model: the course's trained model (chapter 07b), its held-out function headers as prompts, requests
+    """No --model: the course's trained model (chapter 07d), its held-out function headers as prompts, requests
     ending at EOS; the summary prints what the model wrote"""
     p = argparse.ArgumentParser(); add_bench_arguments(p)
     res = run_bench_cli(p.parse_args(['--num-requests', '6', '--rate', '30', '--no-progress', '--out', str(tmp_path)]))

@@ -1,4 +1,4 @@
-"""Chapter 12's server, tested through the official `openai` client on a real socket: every endpoint and option
+"""Chapters 12 and 12a's server, tested through the official `openai` client on a real socket: every endpoint and option
 the acceptance list names, concurrency, disconnects (blocks counted), refusals, and the `minipaged serve` and
 `minipaged bench --url` commands as a user runs them.
 

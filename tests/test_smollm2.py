@@ -1,4 +1,4 @@
-"""The real model (chapter 07a) against the outside reference, `transformers` reading the same GGUF file:
+"""The real model (chapter 07b) against the outside reference, `transformers` reading the same GGUF file:
 the converter's tensors equal its dequantised ones bit for bit; the engine's greedy tokens equal its `generate`
 on a dozen chat and completion prompts of 100 new tokens, under default settings, tiny pages in a starved pool,
 chunked prefill and parallel sampling; `LLM.chat`'s prompt ids equal `apply_chat_template`'s. Then the model as a

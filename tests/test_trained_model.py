@@ -1,4 +1,4 @@
-"""The shipped checkpoint `models/pylm` (chapter 07b): its files, its size, its metrics, and greedy tokens equal to
+"""The shipped checkpoint `models/pylm` (chapter 07d): its files, its size, its metrics, and greedy tokens equal to
 `transformers`' on a few prompts (the engine loads it from disk like any checkpoint, tokenizer included)."""
 import json, warnings
 import pytest

@@ -162,7 +162,7 @@ def trained_model(r: dict) -> dict:
     b, t = r['bits_per_byte'], r.get('training', {})
     trained = (f"; trained {t['train_seconds'] / 60:.1f} min on a loaded 2-core VM, {t['train_tokens_seen']:,} "
                f"tokens, {t['params']:,} parameters (the checkpoint's record)") if t.get('train_seconds') else ''
-    return dict(what=f"The shipped model `{r['model']}` (chapter 07b): held-out bits per byte and valid Python",
+    return dict(what=f"The shipped model `{r['model']}` (chapter 07d): held-out bits per byte and valid Python",
                 result=f"**{b['model']:.3f}** bits/byte on {r['heldout_bytes']:,} held-out bytes; "
                        f"{r['valid_python']:.0%} of {r['num_completions']} sampled completions valid Python, "
                        f"{r['ended_by_eos']:.0%} ended by EOS{trained}",
@@ -244,10 +244,10 @@ def tensor_parallel(r: dict) -> dict:
 
 
 def smollm2_cpu(r: dict) -> dict:
-    "The real model (chapter 07a) on this CPU: the engine against transformers, memory, what bfloat16 changes"
+    "The real model (chapter 07c) on this CPU: the engine against transformers, memory, what bfloat16 changes"
     rows, m, same = {x['system']: x['tok_per_s'] for x in r['rows']}, r['memory'], r['bfloat16_first_difference']
     ours, padded = r['minipaged_tok_per_s'], r['padded_tok_per_s']
-    return dict(what=f"SmolLM2-135M-Instruct (chapter 07a) on CPU, float32, {plural(r['threads'], 'torch thread')}: "
+    return dict(what=f"SmolLM2-135M-Instruct (chapter 07c) on CPU, float32, {plural(r['threads'], 'torch thread')}: "
                      f"{r['requests']} chat prompts × {r['new_tokens']} greedy tokens at once, and one request alone "
                      f"({r['alone_tokens']} tokens)",
                 result=f"**{median(ours):.0f} tok/s** 32 at once ({span(ours, '.0f')} over {r['rounds']} rounds), "
@@ -347,7 +347,7 @@ fields and the BENCHMARKS.md of that day; what was not recorded (the commit, for
   here). The decode and prefill tile sweeps run beside it came from no committed script (`command not
   recorded`); their rows carry the same provenance. Chapter 04's prefill tiles are the sweep's best since; the
   prefill goal the row missed is issue 34's, which `benchmarks/gpu_check.py` (`make gpu-check`) measures again.
-- The SmolLM2 row (chapter 07a): the engine's memory is measured before transformers is imported. The
+- The SmolLM2 row (chapter 07c): the engine's memory is measured before transformers is imported. The
   high-water mark is already reached by the end of loading (1,411 MiB in a separate check that read it right
   after `LLM(...)`): the loader holds the checkpoint's tensors and the model's own at once. After loading, RSS
   exceeds the weights plus the KV pool by about 170 MiB, which `malloc_trim` does not return; not traced yet.

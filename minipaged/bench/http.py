@@ -185,7 +185,7 @@ def _check_http_options(a) -> None:
 
 # %% ../../nbs/12b_http_bench.ipynb #5adfc84d
 def _client_tokenizer(model) -> tuple[int, object]:
-    "(vocab size, encode or None) of the checkpoint `model` (None: chapter 07's tiny random model)"
+    "(vocab size, encode or None) of the checkpoint `model` (None: chapter 07a's tiny random model)"
     from minipaged.model.config import tiny_config
     from minipaged.model.tokenizer import load_tokenizer, read_json
     if model is None: return tiny_config().shape.vocab_size, None

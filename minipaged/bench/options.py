@@ -19,7 +19,7 @@ from .metrics import SLO
 from .flags import add_engine_flags, engine_config, flag_type
 
 # %% ../../nbs/09c_bench_command.ipynb #72a75982
-BENCH_ENGINE = replace(EngineConfig(), max_num_batched_tokens=256)     # short steps, for the decodes (chapter 09b)
+BENCH_ENGINE = replace(EngineConfig(), max_num_batched_tokens=256)   # short steps, for decodes (chapter 09b)
 ENGINE_FLAGS = ('block_size', 'allocator', 'num_blocks', 'max_model_len', 'max_num_seqs',
                 'max_num_batched_tokens', 'enable_prefix_caching', 'enable_chunked_prefill', 'batching',
                 'device', 'gpu_memory_utilization', 'enforce_eager',
@@ -38,7 +38,7 @@ def _add_workload_arguments(p) -> None:
     d = DEFAULT_WORKLOAD
     p.add_argument('--model',
                    help="a Hugging Face checkpoint directory or a shipped model's name (default: pylm, the "
-                        "model chapter 07b trains; 'tiny-random': chapter 07's random model)")
+                        "model chapter 07d trains; 'tiny-random': chapter 07a's random model)")
     p.add_argument('--workload', help='a workload JSON file (e.g. the workload.json of an earlier run); the '
                                       'options below override its fields')
     p.add_argument('--num-requests', type=int, help=f'requests to serve (default {d.num_requests})')
@@ -119,8 +119,8 @@ def _check_choice_options(a) -> None:
 TINY_RANDOM = 'tiny-random'
 
 def _bench_model(name) -> str | None:
-    """The checkpoint `--model` names (chapter 07a's `model_path`: a directory, a shipped or fetched model's
-    name), the shipped `pylm` when it is not given, or None for chapter 07's tiny random model (`tiny-random`,
+    """The checkpoint `--model` names (chapter 07c's `model_path`: a directory, a shipped or fetched model's
+    name), the shipped `pylm` when it is not given, or None for 07a's tiny random model (`tiny-random`,
     or no shipped model)"""
     if name == TINY_RANDOM: return None
     if name is not None:
@@ -130,7 +130,7 @@ def _bench_model(name) -> str | None:
     except ValueError: return None
 
 def default_workload(model) -> Workload:
-    "DEFAULT_WORKLOAD; for a model shipping `prompts.jsonl` (chapter 07b), those prompts, ending at EOS"
+    "DEFAULT_WORKLOAD; for a model shipping `prompts.jsonl` (chapter 07d), those prompts, ending at EOS"
     prompts = Path(model) / 'prompts.jsonl' if model else None
     if prompts is None or not prompts.exists(): return DEFAULT_WORKLOAD
     return replace(DEFAULT_WORKLOAD, prompt_file=str(prompts), ignore_eos=False)

@@ -71,7 +71,7 @@ def load_for_serving(model, dtype: str | None, tokenizer, device) -> Loaded:
                              "(model.to(...)) or pass a checkpoint or a ModelConfig")
         m, name = model, model.config.shape.name
     else:
-        path = model = model_path(model)     # a directory, or a shipped or fetched model's name (ch. 07a)
+        path = model = model_path(model)     # a directory, or a shipped or fetched model's name (ch. 07c)
         m, name = load_model(path, dtype=dtype), str(path.resolve())
     tok = text_tokenizer(tokenizer, path, m.config.shape.vocab_size)
     return Loaded(m.to(device).eval(), tok, name, model_version(model, m))

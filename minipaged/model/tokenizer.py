@@ -214,7 +214,7 @@ def render_chat(template: str, messages: list[dict], add_generation_prompt: bool
 def chat_prompt(tokenizer, messages, chat_template: str | None = None,
                 add_generation_prompt: bool = True) -> dict:
     """One conversation as a prompt dict: the rendered text and its ids (no special tokens added again); the
-    prompt `chat` submits, and chapter 12's server"""
+    prompt `chat` submits, and chapter 12a's server"""
     if tokenizer is None: raise ValueError("chat needs a tokenizer, and this model has none")
     if not (chat_template is None or isinstance(chat_template, str)):
         raise ValueError("chat_template must be a Jinja template string or None, "

@@ -67,7 +67,7 @@ def build_server(a):
     from minipaged.serve.worker import AsyncEngine
     _check_serve_numbers(a)
     from minipaged.model.fetch import model_path
-    template, path = _chat_template(a.chat_template), model_path(a.model)     # a bare name: ch. 07a's
+    template, path = _chat_template(a.chat_template), model_path(a.model)     # a bare name: ch. 07c's
     if not (path / 'config.json').is_file():
         raise ValueError(f"MODEL {a.model}: not a checkpoint directory (it has no config.json)")
     engine = engine_config(a, ENGINE_FLAGS, BENCH_ENGINE)

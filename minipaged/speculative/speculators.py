@@ -102,7 +102,7 @@ def accept_greedy(logits: torch.Tensor, guesses: list[int]) -> list[int]:
 
 # %% ../../nbs/11_speculative_decoding.ipynb #a7334b0d
 def _target_probs(logits: torch.Tensor, p) -> torch.Tensor:
-    "The distribution chapter 08's sampler draws from, per row: softmax of the filtered, scaled logits"
+    "The distribution chapter 08a's sampler draws from, per row: softmax of the filtered, scaled logits"
     return torch.stack([torch.softmax(filter_logits(x, p.temperature, p.top_k, p.top_p), -1) for x in logits])
 
 # %% ../../nbs/11_speculative_decoding.ipynb #f81a0fcb
