@@ -87,7 +87,8 @@ def glossary_terms() -> list[str]:
     return [m.group(1).strip() for md in markdown(NBS / 'glossary.ipynb') for m in re.finditer(r'^###\s+(.+)$', md, re.M)]
 
 def first_use(term: str):
-    "The first chapter cell (course order, markdown, not a heading, code span or link target) that uses `term`"
+    """The first chapter cell (course order, markdown, not a heading, a chapter's one-line summary, code span or
+    link target) that uses `term`"""
     rx = re.compile(r'(?<![\w#-])' + re.escape(term) + r'(?:s|es)?(?![\w-])', re.I)
     blank = lambda m: ' ' * len(m.group())
     for p in NOTEBOOKS:
@@ -95,7 +96,7 @@ def first_use(term: str):
         for c in json.loads(p.read_text())['cells']:
             if c['cell_type'] != 'markdown' or c.get('id') == 'chapter-nav': continue
             s = ''.join(c['source'])
-            masked = re.sub(r'\]\([^)]*\)', blank, re.sub(r'^#.*$', blank, re.sub(r'`[^`\n]*`', blank, FENCE.sub(blank, s)),
+            masked = re.sub(r'\]\([^)]*\)', blank, re.sub(r'^(#|>).*$', blank, re.sub(r'`[^`\n]*`', blank, FENCE.sub(blank, s)),
                                                           flags=re.M))
             if rx.search(masked): return p.name, s
     return None

@@ -149,6 +149,10 @@ class PageWorkspace:
             self.k, self.v = cache.new_empty(n, *shape), cache.new_empty(n, *shape)
         return self.k[:rows], self.v[:rows]
 
+    def bound(self, max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int, block_size: int):
+        "Cap `max_rows` at the most one gather can take in an engine with these limits (`gather_rows_bound`)"
+        self.max_rows = gather_rows_bound(max_num_seqs, max_num_batched_tokens, max_model_len, block_size)
+
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #5efbc66b
 def _check_plan(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan) -> int:
     "The query against the caches (shapes and dtypes) and the plan against both; return head_dim"

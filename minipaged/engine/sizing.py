@@ -13,7 +13,6 @@ from dataclasses import replace
 import torch
 from ..accounting.budget import capacity, gpu_memory, pool_block_cap, shard_shape, weight_bytes
 from ..attention.backend import select_attention_backend
-from ..attention.cpu import gather_rows_bound
 from .config import EngineConfig
 from .runner import batch_metadata
 from ..model.causal_lm import allocate_model_cache
@@ -88,8 +87,7 @@ class MemoryPlan:
     def bound_workspace(self, cfg: EngineConfig) -> None:
         "Cap the backend's gather buffers (chapter 03b), if it has any, at what the engine's limits can ask"
         if (ws := self.backend.workspace) is not None:
-            ws.max_rows = gather_rows_bound(cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.max_model_len,
-                                            cfg.block_size)
+            ws.bound(cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.max_model_len, cfg.block_size)
 
     def workspace_bytes(self, cfg: EngineConfig) -> int:
         "The workspace term: the gather buffers at their bound (K and V of one layer), else 256 MiB on a GPU"
