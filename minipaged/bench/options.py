@@ -67,7 +67,7 @@ def _add_run_arguments(p) -> None:
                    help="requests in the ablations' burst (default 48)")
     p.add_argument('--out', default='bench_results', help='results folder (default ./bench_results)')
     p.add_argument('--no-progress', action='store_true', help='no progress bar')
-    # chapter 12: the same workload against a running server
+    # chapter 12b: the same workload against a running server
     p.add_argument('--url', help='send the workload to the OpenAI-compatible server at URL '
                                  '(`minipaged serve`) instead of serving it in-process')
     p.add_argument('--api-key', default=os.environ.get('MINIPAGED_API_KEY'),
