@@ -106,6 +106,8 @@ def lab(tmp_path_factory):
     _lab_settings(home['JUPYTERLAB_SETTINGS_DIR'])
     env = {**os.environ, **{k: str(v) for k, v in home.items()}, 'PYTHONPATH': os.pathsep.join(filter(None, [str(ROOT), os.environ.get('PYTHONPATH')]))}
     for k in ('MPLBACKEND', 'MINIPAGED_SLOW', 'MINIPAGED_SOLUTIONS', 'MINIPAGED_FIGURE_DIR'): env.pop(k, None)   # a learner's environment: the kernel's inline backend draws
+    if os.environ.get('PYTEST_XDIST_WORKER'):   # beside another worker: one torch thread per kernel, as each worker has,
+        env.update(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')   # or both oversubscribe the cores (steps of small ops slow ~5x)
     port, token = _free_port(), secrets.token_hex(16)
     base = f'http://127.0.0.1:{port}'
     log = open(tmp / 'jupyterlab.log', 'wb')
