@@ -7,19 +7,12 @@ Docs: https://minipaged.github.io/minipaged/cuda_graphs.html.md"""
 # %% ../../nbs/15_cuda_graphs.ipynb #39400ca6
 from __future__ import annotations
 import torch
-from ..accounting.budget import weight_bytes
 from ..attention.backend import AttentionMetadata
 from ..engine.runner import ModelRunner, StepWork
 from ..utils import cdiv, check_int
 
 # %% auto #0
-__all__ = ['MAX_GRAPH_BATCH', 'NO_SLOT', 'decode_step_bytes', 'graph_batch_sizes', 'padded_size', 'StaticInputs',
-           'is_static_step', 'GraphRunner']
-
-# %% ../../nbs/15_cuda_graphs.ipynb #343efe76
-def decode_step_bytes(shape, batch: int, context: int) -> int:
-    "The bytes one decode step must read: every weight once, and `batch` sequences' KV of `context` tokens"
-    return weight_bytes(shape) + batch * context * shape.kv_bytes_per_token
+__all__ = ['MAX_GRAPH_BATCH', 'NO_SLOT', 'graph_batch_sizes', 'padded_size', 'StaticInputs', 'is_static_step', 'GraphRunner']
 
 # %% ../../nbs/15_cuda_graphs.ipynb #6f1f2080
 MAX_GRAPH_BATCH = 512      # larger batches run eagerly: their launches are a small share of their step
@@ -30,6 +23,7 @@ def graph_batch_sizes(max_num_seqs: int) -> list[int]:
     top = min(check_int('max_num_seqs', max_num_seqs, 1), MAX_GRAPH_BATCH)
     return [b for b in (1, 2, 4, 8) if b < top] + list(range(16, top, 16)) + [top]
 
+# %% ../../nbs/15_cuda_graphs.ipynb #3b8e7e3f
 def padded_size(n: int, sizes: list[int]) -> int | None:
     "The smallest of `sizes` (ascending) that holds `n` rows; None beyond the largest"
     return next((b for b in sizes if b >= n), None)
