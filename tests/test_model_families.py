@@ -137,8 +137,10 @@ def test_generation_config_adds_end_of_sequence_ids(tmp_path_factory):
     (dict(rope_parameters={'rope_type': 'llama3', 'rope_theta': 1e4, 'factor': 8.0}), 'rope_scaling (llama3) needs low_freq_factor'),
     (dict(num_hidden_layers=None), 'num_hidden_layers'),
     (dict(hidden_act='gelu'), "hidden_act 'gelu' is not supported"),
-    (dict(architectures=['MistralForCausalLM'], model_type='mistral', sliding_window=16), 'sliding_window 16 is shorter than the context'),
-], ids=['architecture', 'rope-type', 'rope-fields', 'missing-field', 'activation', 'sliding-window'])
+    (dict(architectures=['MistralForCausalLM'], model_type='mistral', sliding_window=512), 'sliding_window 512 is larger than the context 128'),
+    (dict(architectures=['Qwen2ForCausalLM'], model_type='qwen2', use_sliding_window=True, sliding_window=16,
+          layer_types=['full_attention', 'chunked_attention']), "layer_types 'chunked_attention' is not supported"),
+], ids=['architecture', 'rope-type', 'rope-fields', 'missing-field', 'activation', 'window-too-long', 'layer-type'])
 def test_bad_configs_name_the_file_and_the_field(tmp_path_factory, change, message):
     _, path = build('linear', tmp_path_factory)
     raw = json.loads((path / 'config.json').read_text())

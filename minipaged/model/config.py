@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['SUPPORTED_ARCHITECTURES', 'ROPE_TYPES', 'ModelConfig', 'tiny_config', 'RopeScaling', 'config_from_hf', 'config_to_hf']
+__all__ = ['SUPPORTED_ARCHITECTURES', 'LAYER_TYPES', 'ROPE_TYPES', 'ModelConfig', 'tiny_config', 'RopeScaling', 'config_from_hf', 'config_to_hf']
 
 # %% ../../nbs/07_model.ipynb #imp08383
 import json
@@ -15,7 +15,7 @@ from ..accounting.budget import ModelShape, shape_from_hf_config
 from ..utils import check_bool, check_int, check_number
 
 # %% ../../nbs/07_model.ipynb #7e76dd0a
-# Mistral is a Llama with an optional sliding window (refused below when it would bite)
+# Mistral is a Llama whose attention may slide: each query reads only the last keys (a window, below)
 SUPPORTED_ARCHITECTURES = ('LlamaForCausalLM', 'Qwen2ForCausalLM', 'MistralForCausalLM')
 _MODEL_TYPES = dict(zip(SUPPORTED_ARCHITECTURES, ('llama', 'qwen2', 'mistral')))
 
@@ -31,6 +31,36 @@ def _check_special_tokens(eos_token_ids, bos_token_id, vocab_size: int) -> None:
     if bos_token_id is not None and not _token_id(bos_token_id, V):
         raise ValueError(f"bos_token_id must be a token id in [0, {V}) or None, got {bos_token_id!r}")
 
+# %% ../../nbs/07_model.ipynb #a50099c4
+LAYER_TYPES = ('full_attention', 'sliding_attention')      # transformers' names for a layer's attention
+
+def _check_layer_types(layer_types, num_layers: int) -> tuple:
+    "One known type per layer, as a tuple; else a ValueError naming `layer_types`"
+    if not isinstance(layer_types, (list, tuple)) or len(layer_types) != num_layers:
+        raise ValueError(f"layer_types must name one type per layer ({num_layers}), got {layer_types!r}")
+    if bad := [t for t in layer_types if t not in LAYER_TYPES]:
+        raise ValueError(f"layer_types {bad[0]!r} is not supported; supported: {', '.join(LAYER_TYPES)}")
+    return tuple(layer_types)
+
+def _canonical_windows(window, layer_types, num_layers: int, arch: str, context: int) -> tuple:
+    "`(sliding_window, layer_types)` checked; the types kept only if layers differ, an unused window dropped"
+    if window is not None: check_int('sliding_window', window, 1)
+    given = layer_types is not None
+    types = _check_layer_types(layer_types, num_layers) if given else ('sliding_attention',) * num_layers
+    if window is None:
+        if given and 'sliding_attention' in types:
+            raise ValueError("layer_types has sliding_attention layers but sliding_window is None")
+        return None, None
+    if window > context: raise ValueError(f"sliding_window {window} is larger than the context {context} "
+                                          "(max_position_embeddings): at most the context")
+    if arch == 'LlamaForCausalLM': raise ValueError("sliding_window is not part of LlamaForCausalLM; "
+                                                    "use MistralForCausalLM or Qwen2ForCausalLM")
+    if 'sliding_attention' not in types: return None, None
+    if 'full_attention' not in types: return window, None
+    if arch == 'MistralForCausalLM': raise ValueError("layer_types mixing full and sliding layers need "
+                                                      "Qwen2ForCausalLM (Mistral slides in every layer)")
+    return window, types
+
 # %% ../../nbs/07_model.ipynb #e8e859e0
 @dataclass(frozen=True)
 class ModelConfig:
@@ -42,6 +72,8 @@ class ModelConfig:
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
     rope_scaling: RopeScaling | None = None   # None: the default rotary embedding (below)
+    sliding_window: int | None = None         # None: full attention
+    layer_types: tuple[str, ...] | None = None  # one of LAYER_TYPES per layer; None: all alike
 
     def __post_init__(self):
         if self.architecture not in SUPPORTED_ARCHITECTURES:
@@ -55,6 +87,9 @@ class ModelConfig:
             raise ValueError(f"rope_scaling must be a RopeScaling or None, got {self.rope_scaling!r}")
         # a special token id that is not a token would never match: refuse it here
         _check_special_tokens(self.eos_token_ids, self.bos_token_id, self.shape.vocab_size)
+        w, t = _canonical_windows(self.sliding_window, self.layer_types, self.shape.num_layers,
+                                  self.architecture, self.max_position_embeddings)
+        object.__setattr__(self, 'sliding_window', w); object.__setattr__(self, 'layer_types', t)
 
     @property
     def max_position_embeddings(self) -> int:
@@ -64,14 +99,28 @@ class ModelConfig:
         if s is None or s.rope_type in ('default', 'llama3'): return n  # Llama 3.1's config: the long one
         return int((s.original_max_position_embeddings if s.rope_type == 'yarn' else n) * s.factor)
 
+    @property
+    def layer_windows(self) -> tuple[int | None, ...]:
+        "Each layer's window: None where it attends in full"
+        types = self.layer_types or ('sliding_attention',) * self.shape.num_layers
+        return tuple(self.sliding_window if t == 'sliding_attention' else None for t in types)
+
+    @property
+    def kv_window(self) -> int | None:
+        "The window when every layer slides (a sequence's oldest blocks may then be freed), else None"
+        return self.sliding_window if self.layer_types is None else None
+
 # %% ../../nbs/07_model.ipynb #cb7ba311
-def tiny_config(architecture: str = 'LlamaForCausalLM', **shape_kw) -> ModelConfig:
-    "A small Llama (or Qwen2) configuration for tests and demos; `shape_kw` overrides shape fields"
+def tiny_config(architecture: str = 'LlamaForCausalLM', sliding_window: int | None = None,
+                layer_types=None, **shape_kw) -> ModelConfig:
+    """A small Llama (or Qwen2, Mistral) configuration for tests and demos, with an optional sliding window;
+    `shape_kw` overrides shape fields"""
     kw = dict(num_layers=4, num_q_heads=8, num_kv_heads=4, head_dim=32, hidden_size=256,
               intermediate_size=512, vocab_size=256, dtype='float32',
               name=f'tiny-{architecture[:-11].lower()}', max_position_embeddings=1024,
               attention_bias=architecture == 'Qwen2ForCausalLM') | shape_kw
-    return ModelConfig(shape=ModelShape(**kw), architecture=architecture, bos_token_id=1, eos_token_ids=(2,))
+    return ModelConfig(shape=ModelShape(**kw), architecture=architecture, bos_token_id=1, eos_token_ids=(2,),
+                       sliding_window=sliding_window, layer_types=layer_types)
 
 # %% ../../nbs/07_model.ipynb #fd753397
 def _check_rope_scaling(s) -> None:
@@ -203,13 +252,20 @@ def _check_features(config: dict, arch: str, context: int) -> None:
     if config.get('partial_rotary_factor', 1.0) != 1.0:
         raise ValueError(f"partial_rotary_factor {config['partial_rotary_factor']} is not supported "
                          "(only 1.0)")
-    window = config.get('sliding_window')
-    if arch == 'Qwen2ForCausalLM' and not config.get('use_sliding_window'): window = None
-    if window is not None and window < context:
-        raise ValueError(f"sliding_window {window} is shorter than the context {context}: sliding-window "
-                         "attention is not supported (full attention only)")
-    if any(t != 'full_attention' for t in config.get('layer_types') or ()):
-        raise ValueError("layer_types other than 'full_attention' are not supported")
+
+# %% ../../nbs/07_model.ipynb #w7hfcode
+def _windows_from_hf(config: dict, arch: str) -> tuple:
+    "`(sliding_window, layer_types)` of a `config.json` dict, read as `transformers` reads them"
+    types, window = config.get('layer_types'), config.get('sliding_window')
+    if types is not None: _check_layer_types(types, len(types) if isinstance(types, list) else -1)
+    if arch == 'LlamaForCausalLM' or (arch == 'Qwen2ForCausalLM' and not config.get('use_sliding_window')):
+        window = None
+    if window is None: return None, None
+    if types is None and arch == 'Qwen2ForCausalLM':
+        first = config.get('max_window_layers', 28)        # transformers' default
+        types = ['sliding_attention' if i >= first else 'full_attention'
+                 for i in range(config.get('num_hidden_layers') or 0)]
+    return window, types
 
 # %% ../../nbs/07_model.ipynb #1a0f3761
 def _config_from_dict(config: dict, generation: dict) -> ModelConfig:
@@ -219,8 +275,9 @@ def _config_from_dict(config: dict, generation: dict) -> ModelConfig:
     shape = shape_from_hf_config({**config, 'model_type': _MODEL_TYPES[arch]})
     theta, scaling = _rope_from_hf(config)
     eps = check_number('rms_norm_eps', config.get('rms_norm_eps', 1e-6), 0, low_open=True)
+    window, types = _windows_from_hf(config, arch)
     cfg = ModelConfig(shape=shape, rope_theta=theta, rms_norm_eps=eps, architecture=arch, bos_token_id=bos,
-                      eos_token_ids=eos, rope_scaling=scaling)
+                      eos_token_ids=eos, rope_scaling=scaling, sliding_window=window, layer_types=types)
     _check_features(config, arch, cfg.max_position_embeddings)
     return cfg
 
@@ -251,6 +308,16 @@ def _rope_to_hf(s: RopeScaling | None) -> dict | None:
     return {'rope_type': s.rope_type, **{k: getattr(s, k) for k in _ROPE_WRITTEN[s.rope_type]
                                          if getattr(s, k) is not None}}
 
+# %% ../../nbs/07_model.ipynb #w7tohf
+def _windows_to_hf(cfg: ModelConfig) -> dict:
+    "The window keys of `cfg`'s family: Mistral's one, Qwen2's four (Llama has none)"
+    if cfg.architecture == 'MistralForCausalLM': return dict(sliding_window=cfg.sliding_window)
+    if cfg.architecture != 'Qwen2ForCausalLM': return {}
+    types = [('full_attention' if w is None else 'sliding_attention') for w in cfg.layer_windows]
+    full = next((i for i, t in enumerate(types) if t == 'sliding_attention'), len(types))
+    return dict(use_sliding_window=cfg.sliding_window is not None, sliding_window=cfg.sliding_window,
+                max_window_layers=full, layer_types=types)
+
 # %% ../../nbs/07_model.ipynb #46cb5906
 def config_to_hf(cfg: ModelConfig) -> dict:
     "The `config.json` dict of `cfg`, as `transformers` writes it"
@@ -264,4 +331,4 @@ def config_to_hf(cfg: ModelConfig) -> dict:
                 max_position_embeddings=s.max_position_embeddings or 2048,
                 tie_word_embeddings=s.tie_word_embeddings, attention_bias=s.attention_bias,
                 bos_token_id=cfg.bos_token_id, eos_token_id=list(cfg.eos_token_ids) or None,
-                hidden_act='silu', torch_dtype=s.dtype)
+                hidden_act='silu', torch_dtype=s.dtype, **_windows_to_hf(cfg))
