@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['NoFreeBlocksError', 'Allocator', 'AllocatorBase']
+__all__ = ['NoFreeBlocksError', 'Allocator', 'AllocatorBase', 'blocks_held_at_most']
 
 # %% ../../nbs/05_block_manager.ipynb #e882d0c6
 from typing import Protocol, runtime_checkable
@@ -26,7 +26,7 @@ class NoFreeBlocksError(RuntimeError):
 class Allocator(Protocol):
     """What the scheduler and the engine ask of a KV-block allocator: the interface alone (the code allocators
     share is `AllocatorBase`, below)"""
-    block_size: int; num_blocks: int; enable_prefix_caching: bool
+    block_size: int; num_blocks: int; enable_prefix_caching: bool; window: int | None
     defers_fork_copies: bool        # a fork's copies come with the child's first `append`, not at `fork`
     @property
     def num_free_blocks(self) -> int: ...
@@ -42,6 +42,7 @@ class Allocator(Protocol):
     def copies_in_flight(self) -> list[tuple[int, int]]: ...
     def has_seq(self, seq_id) -> bool: ...
     def blocks_needed(self, num_tokens: int) -> int: ...
+    def blocks_needed_at_most(self, num_prompt: int, total: int, step_tokens: int = 1) -> int: ...
     def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]: ...
     def can_allocate(self, token_ids, salt=None) -> bool: ...
     def allocate(self, seq_id, token_ids, salt=None) -> int: ...
@@ -66,6 +67,7 @@ class AllocatorBase:
     """The code every allocator writes the same way, over `block_size`, its sequences `_seqs` (id -> a record
     with `tokens` and `num_computed`) and its copies `_in_flight` (`(src, dst, version, version)`)"""
     __slots__ = ()
+    window = None                   # keys a token reads, when a sliding window bounds them (the manager's)
 
     def has_seq(self, seq_id) -> bool:
         "Is `seq_id` a live sequence?"
@@ -81,6 +83,10 @@ class AllocatorBase:
     def blocks_needed(self, num_tokens: int) -> int:
         "Blocks that `num_tokens` tokens occupy: `ceil(num_tokens / B)`"
         return cdiv(check_count('num_tokens', num_tokens), self.block_size)
+
+    def blocks_needed_at_most(self, num_prompt: int, total: int, step_tokens: int = 1) -> int:
+        "The most blocks a sequence of `num_prompt` prompt tokens, grown to `total`, holds at once"
+        return blocks_held_at_most(num_prompt, total, self.block_size, self.window, step_tokens)
 
     def num_tokens(self, seq_id) -> int:
         "Tokens sequence `seq_id` holds (prompt and generated)"
@@ -126,3 +132,12 @@ class AllocatorBase:
             raise ValueError(f"num_tokens must be an integer in [{lo}, {len(seq.tokens)}] (computed tokens "
                              f"are never rolled back), got {num_tokens!r}")
         return int(num_tokens)
+
+# %% ../../nbs/05_block_manager.ipynb #61ef011d
+def blocks_held_at_most(num_prompt: int, total: int, block_size: int, window: int | None = None,
+                        step_tokens: int = 1) -> int:
+    """The most blocks a sequence of `num_prompt` prompt tokens growing to `total` holds at once, appending
+    `step_tokens` per step: its prompt whole, then all it has, or a window's worth"""
+    grown = cdiv(total, block_size)
+    if window is None: return grown
+    return max(cdiv(num_prompt, block_size), min(grown, cdiv(window - 2 + step_tokens, block_size) + 1))

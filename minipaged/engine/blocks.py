@@ -13,30 +13,34 @@ from .pool import BlockPool, CopiesInFlight
 from .prefix_cache import CacheKeyContext, PrefixCache, salt_identity
 
 # %% auto #0
-__all__ = ['BlockManager', 'check_window', 'check_pool', 'check_keys', 'check_seq']
+__all__ = ['NO_BLOCK', 'BlockManager', 'check_window', 'check_pool', 'check_keys', 'check_seq']
 
 # %% ../../nbs/05_block_manager.ipynb #5a6f49a2
-_NEVER = 1 << 62    # register_at when the prefix cache is off: no count reaches it
+_NEVER = 1 << 62    # register_at with the prefix cache off, release_at without a window: no count reaches it
+NO_BLOCK = -1       # a table entry whose block lies wholly behind a sliding window: released, never read
 
 class _Seq:
     """One live sequence: block table, token ids, computed count, the keys of its full blocks, and its
     hot-path counters"""
-    __slots__ = ('blocks', 'tokens', 'num_computed', 'salt', 'root', 'hashes', 'uids', 'room', 'register_at')
-    def __init__(self, blocks, tokens, num_computed, salt, root, hashes, uids, room, register_at):
+    __slots__ = ('blocks', 'tokens', 'num_computed', 'salt', 'root', 'hashes', 'uids', 'room', 'register_at',
+                 'release_at')
+    def __init__(self, blocks, tokens, num_computed, salt, root, hashes, uids, room, register_at,
+                 release_at=_NEVER):
         self.blocks, self.tokens, self.num_computed = blocks, tokens, num_computed
         self.salt, self.root, self.hashes, self.uids = salt, root, hashes, uids
-        self.room, self.register_at = room, register_at
+        self.room, self.register_at, self.release_at = room, register_at, release_at
 
 # %% ../../nbs/05_block_manager.ipynb #965da8b0
 class BlockManager(AllocatorBase):
     """A pool of `num_blocks` KV blocks of `block_size` slots for the tables of many sequences: a `BlockPool`,
     `CopiesInFlight` and a `PrefixCache`, composed"""
     __slots__ = ('num_blocks', 'block_size', 'enable_prefix_caching', 'context', 'pool', 'cache',
-                 '_in_flight', '_seqs', '_stats')
+                 '_in_flight', '_seqs', '_stats', 'window')
     defers_fork_copies = False                     # fork shares blocks; copy-on-write comes later
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True,
-                 context: CacheKeyContext = CacheKeyContext(), record_fresh: bool = False, key_hash=hash):
+                 context: CacheKeyContext = CacheKeyContext(), record_fresh: bool = False, key_hash=hash,
+                 window: int | None = None):
         self.num_blocks = check_positive('num_blocks', num_blocks)
         self.block_size = check_positive('block_size', block_size)
         if not isinstance(context, CacheKeyContext):
@@ -45,8 +49,8 @@ class BlockManager(AllocatorBase):
         self.pool, self._in_flight = BlockPool(num_blocks, record_fresh), CopiesInFlight(num_blocks)
         self.cache = PrefixCache(num_blocks, block_size, context, key_hash)   # a test passes a colliding hash
         self._seqs = {}                                # seq_id -> _Seq
+        self.window = None if window is None else check_positive('window', window)   # keys a token reads
         self._stats = dict(prefix_hit_blocks=0, prefix_hit_tokens=0, prefix_query_tokens=0, cow_copies=0)
-
     @property
     def num_free_blocks(self) -> int: return len(self.pool.free)
     @property
@@ -57,8 +61,7 @@ class BlockManager(AllocatorBase):
     def cached_blocks(self) -> list[int]: return list(self.cache.evictable)   # in eviction order
     def __repr__(self):
         return (f"BlockManager({self.num_blocks} blocks of {self.block_size}: {self.pool.used} used, "
-                f"{len(self.cache.evictable)} cached, {len(self.pool.free)} free, "
-                f"{len(self._seqs)} sequences)")
+                f"{len(self.cache.evictable)} cached, {len(self.pool.free)} free, {len(self._seqs)} sequences)")
 
     # What the pool does: each operation's body is a function below, with its prose and its tests
     def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:
@@ -79,11 +82,12 @@ class BlockManager(AllocatorBase):
             return []
         return _append_slow(self, seq_id, seq, token_ids)
     def mark_computed(self, seq_id, num_computed_tokens: int) -> None:
-        "The engine wrote K/V for the first `num_computed_tokens` positions of `seq_id`: record; cache blocks"
+        "The engine wrote K/V for the first `num_computed_tokens` positions of `seq_id`: record, cache, slide"
         n, seq = num_computed_tokens, self._seqs.get(seq_id)
         if seq is not None and n.__class__ is int and seq.num_computed < n <= len(seq.tokens):   # it advances
             seq.num_computed = n
             if n >= seq.register_at: self.cache.register(seq, n // self.block_size)   # a block just filled up
+            if n >= seq.release_at: _slide(self, seq, n)                              # one slid out of view
         else: _mark_other(self, seq_id, seq, n)
     def fork(self, parent_id, child_id) -> None:
         "Start `child_id` sharing every block of `parent_id`: same tokens, same computed count"
@@ -107,16 +111,16 @@ class BlockManager(AllocatorBase):
         return list(self._get(seq_id).blocks)
     def slots(self, seq_id, start: int, end: int) -> list[int]:
         "Physical slots (`block_id * B + offset`) of positions `[start, end)` of sequence `seq_id`"
-        seq, B = self._get(seq_id), self.block_size
-        self._check_span(seq, start, end)
+        seq, B = self._get(seq_id), self.block_size; self._check_span(seq, start, end)
+        if start < end and seq.blocks[start // B] == NO_BLOCK: _slid_past(self, seq, start)
         return [seq.blocks[p // B] * B + p % B for p in range(start, end)]
     def pop_fresh_blocks(self) -> list[int]:
         "The blocks handed out since the last call without cached content, in order; the list starts over"
         return self.pool.pop_fresh()
     def snapshot(self) -> tuple:
         "Everything observable about the pool, as one value: two snapshots are equal when nothing changed"
-        seqs = {s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at)
-                for s, q in self._seqs.items()}
+        seqs = {s: (tuple(q.blocks), tuple(q.tokens), q.num_computed, tuple(q.hashes), q.room, q.register_at,
+                    q.release_at) for s, q in self._seqs.items()}
         return (seqs, self.pool.snapshot(), self.cache.snapshot(), self._in_flight.snapshot(),
                 tuple(self._stats.items()))
     def metrics(self) -> dict:
@@ -182,9 +186,11 @@ def _allocate(bm: BlockManager, seq_id, token_ids, salt=None) -> int:
     blocks = hits + _take(bm, new)
     B = bm.block_size
     cached = len(hits) * B
-    bm._seqs[seq_id] = _Seq(blocks, list(tokens), cached, salt, root, hashes, uids,
-                              room=len(blocks) * B - len(tokens),
-                              register_at=cached + B if bm.enable_prefix_caching else _NEVER)
+    bm._seqs[seq_id] = seq = _Seq(blocks, list(tokens), cached, salt, root, hashes, uids,
+                                  room=len(blocks) * B - len(tokens),
+                                  register_at=cached + B if bm.enable_prefix_caching else _NEVER,
+                                  release_at=_NEVER if bm.window is None else B + bm.window - 1)
+    if cached >= seq.release_at: _slide(bm, seq, cached)      # hits wholly behind the window: back at once
     st = bm._stats
     st['prefix_hit_blocks'] += len(hits)
     st['prefix_hit_tokens'] += cached
@@ -223,12 +229,12 @@ def _fork(bm: BlockManager, parent_id, child_id) -> None:
     """Start `child_id` sharing every block of `parent_id` (reference counts += 1): same tokens, same computed
     count"""
     parent = bm._fork_parent(parent_id, child_id)
-    bm.pool.share(parent.blocks)
+    bm.pool.share([b for b in parent.blocks if b != NO_BLOCK])   # not the entries a window released
     # the last block is shared now: the next write goes the slow way
     parent.room = 0
     bm._seqs[child_id] = _Seq(list(parent.blocks), list(parent.tokens), parent.num_computed, parent.salt,
                                 parent.root, list(parent.hashes), list(parent.uids), room=0,
-                                register_at=parent.register_at)
+                                register_at=parent.register_at, release_at=parent.release_at)
 
 # %% ../../nbs/05_block_manager.ipynb #9792acf5
 def _reclaim(bm: BlockManager, b: int) -> None:
@@ -244,6 +250,7 @@ def _release(bm: BlockManager, blocks: list[int]) -> None:
     free, evictable, released = bm.pool.free, bm.cache.evictable, 0
     # `_reclaim`, inlined: this runs for every block of every request
     for b in reversed(blocks):
+        if b == NO_BLOCK: break                   # a window released this one and every one before it
         r = ref[b] = ref[b] - 1
         if r == 0 and not pins[b]:                # a block a copy in flight holds waits for copies_done()
             released += 1
@@ -303,7 +310,7 @@ def check_pool(bm: BlockManager) -> None:
     "Reference counts and pins match the tables and copies; every block is in exactly one state"
     pool, cache, pins = bm.pool, bm.cache, bm._in_flight.pins
     N, free, cached = bm.num_blocks, set(pool.free), set(cache.evictable)
-    holders = Counter(b for s in bm._seqs.values() for b in s.blocks)
+    holders = Counter(b for s in bm._seqs.values() for b in s.blocks if b != NO_BLOCK)
     held = Counter(b for src, dst, _, _ in bm._in_flight for b in (src, dst))
     for b in range(N):
         assert pool.ref[b] == holders[b], \
@@ -333,10 +340,17 @@ def check_keys(bm: BlockManager) -> None:
 
 # %% ../../nbs/05_block_manager.ipynb #c78cdb30
 def check_seq(bm: BlockManager, sid, s: _Seq) -> None:
-    "One sequence: its table fits its tokens, its keys its computed blocks, its `room` a private last block"
-    B, key, content = bm.block_size, bm.cache.key, bm.cache.content
-    assert len(s.blocks) == cdiv(len(s.tokens), B) and len(set(s.blocks)) == len(s.blocks), \
+    """One sequence: its table fits its tokens and its window, its keys its computed blocks, its `room` a
+    private last block"""
+    B, key, content, w = bm.block_size, bm.cache.key, bm.cache.content, bm.window
+    gone = 0 if w is None else max(s.num_computed - w + 1, 0) // B     # blocks wholly behind the window
+    held = s.blocks[gone:]
+    assert len(s.blocks) == cdiv(len(s.tokens), B) and len(set(held)) == len(held), \
         f"seq {sid!r}: bad block table"
+    assert s.blocks[:gone] == [NO_BLOCK] * gone and NO_BLOCK not in held, \
+        f"seq {sid!r}: holds a block wholly behind the window of token {s.num_computed}, or lost one in it"
+    assert s.release_at == (_NEVER if w is None else (gone + 1) * B + w - 1), \
+        f"seq {sid!r}: release_at {s.release_at} disagrees with its window"
     assert 0 <= s.num_computed <= len(s.tokens), \
         f"seq {sid!r}: computed {s.num_computed} of {len(s.tokens)} tokens"
     assert len(s.hashes) == len(s.uids) <= s.num_computed // B, f"seq {sid!r}: keys for uncomputed blocks"
@@ -345,7 +359,7 @@ def check_seq(bm: BlockManager, sid, s: _Seq) -> None:
             f"seq {sid!r}: unregistered blocks"
     assert s.room == 0 or (s.room == len(s.blocks) * B - len(s.tokens) and bm.pool.ref[s.blocks[-1]] == 1), \
         f"seq {sid!r}: room {s.room} to write into a full or shared block"
-    for i, b in enumerate(s.blocks):
+    for i, b in enumerate(held, gone):
         if key[b] is not None:
             assert content[b][2] == tuple(s.tokens[i * B : (i + 1) * B]), \
                 f"seq {sid!r}: block {b} holds other tokens"
@@ -360,4 +374,20 @@ def _rollback_to(bm: BlockManager, seq_id, num_tokens: int) -> None:
     keep = cdiv(n, B)
     _release(bm, seq.blocks[keep:])                 # tail first, as `free`; one a copy holds: copies_done()
     del seq.blocks[keep:], seq.tokens[n:]
-    seq.room = keep * B - n if bm.pool.ref[seq.blocks[-1]] == 1 else 0
+    room = keep * B - n                             # a last block that is full has no room to check
+    seq.room = room if room and bm.pool.ref[seq.blocks[-1]] == 1 else 0
+
+# %% ../../nbs/05_block_manager.ipynb #a35433b1
+def _slide(bm: BlockManager, seq: _Seq, n: int) -> None:
+    """Release `seq`'s blocks wholly before `n - window + 1`, the first key that token `n` reads; their
+    entries become `NO_BLOCK`"""
+    B, w, blocks = bm.block_size, bm.window, seq.blocks
+    first, end = (seq.release_at - w + 1) // B - 1, (n - w + 1) // B
+    _release(bm, blocks[first:end])            # cached if registered, else free; held while a copy uses it
+    blocks[first:end] = [NO_BLOCK] * (end - first)
+    seq.release_at = (end + 1) * B + w - 1
+
+def _slid_past(bm: BlockManager, seq: _Seq, start: int):
+    "`slots` of positions whose blocks the window released: an error naming the argument"
+    raise ValueError(f"start must be >= {seq.blocks.count(NO_BLOCK) * bm.block_size} (the blocks before lie "
+                     f"behind the window of {bm.window} tokens and were released), got {start}")
