@@ -9,21 +9,24 @@ from __future__ import annotations
 import math
 import torch
 from ..utils import check_positive
+from .kv_format import SCALE_DTYPE, is_quantised, quantize_kv, window_start
 
 # %% auto #0
-__all__ = ['INDEX_DTYPES', 'allocate_kv_cache', 'slots_for', 'make_block_tables', 'check_kv_cache', 'check_slot_mapping',
-           'write_kv', 'gather_kv', 'check_block_tables', 'check_query', 'check_query_lens', 'check_scale',
-           'check_paged_inputs']
+__all__ = ['FLOAT_DTYPES', 'INDEX_DTYPES', 'allocate_kv_cache', 'slots_for', 'make_block_tables', 'check_kv_cache',
+           'check_slot_mapping', 'check_kv_scales', 'write_kv', 'gather_kv', 'check_block_tables', 'check_query',
+           'check_query_lens', 'check_scale', 'check_paged_inputs']
 
 # %% ../../nbs/03_paged_attention.ipynb #7688adbd
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)     # a model's dtypes
+
 def allocate_kv_cache(num_blocks: int, block_size: int, num_kv_heads: int, head_dim: int,
                       dtype: torch.dtype = torch.float32, device='cpu',
                       fill: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     "One layer's `(k_cache, v_cache)`, each `[num_blocks, block_size, num_kv_heads, head_dim]` of `fill`"
     for name, value in dict(num_blocks=num_blocks, block_size=block_size, num_kv_heads=num_kv_heads,
                             head_dim=head_dim).items(): check_positive(name, value)
-    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise ValueError(f"dtype must be a floating-point torch dtype, got {dtype!r}")
+    if not (isinstance(dtype, torch.dtype) and (dtype.is_floating_point or is_quantised(dtype))):
+        raise ValueError(f"dtype must be a floating-point torch dtype (or int8 codes), got {dtype!r}")
     shape = (num_blocks, block_size, num_kv_heads, head_dim)
     return (torch.full(shape, fill, dtype=dtype, device=device),
             torch.full(shape, fill, dtype=dtype, device=device))
@@ -68,12 +71,12 @@ def make_block_tables(rows, width: int | None = None, pad: int = 0, device='cpu'
 
 # %% ../../nbs/03_paged_attention.ipynb #9789b900
 def _check_cache_tensor(name: str, c) -> None:
-    "One cache: a contiguous 4-D floating-point tensor"
+    "One cache: a contiguous 4-D tensor of floats or of 8-bit codes (float8_e4m3fn, int8)"
     if not isinstance(c, torch.Tensor) or c.dim() != 4:
         raise ValueError(f"{name} must be a 4-D tensor [num_blocks, block_size, num_kv_heads, head_dim], "
                          f"got {getattr(c, 'shape', type(c))}")
-    if not c.dtype.is_floating_point:
-        raise ValueError(f"{name} must be a floating-point tensor, got {c.dtype}")
+    if not (c.dtype.is_floating_point or is_quantised(c)):
+        raise ValueError(f"{name} must be a floating-point tensor (or int8 codes), got {c.dtype}")
     if not c.is_contiguous():
         raise ValueError(f"{name} must be contiguous (slots are rows of its flattened view)")
 
@@ -124,25 +127,52 @@ def _check_new_kv(k, v, k_cache: torch.Tensor) -> None:
         if not isinstance(x, torch.Tensor) or x.dim() != 3 or tuple(x.shape[1:]) != (H, d):
             raise ValueError(f"{name} must have shape [num_tokens, {H}, {d}] to match the cache, got "
                              f"{list(getattr(x, 'shape', []))}")
-        if x.dtype != k_cache.dtype:
-            raise ValueError(f"{name} dtype {x.dtype} does not match the cache dtype {k_cache.dtype}")
+        if x.dtype != k_cache.dtype and not (is_quantised(k_cache) and x.dtype in FLOAT_DTYPES):
+            raise ValueError(f"{name} dtype {x.dtype} does not match the cache dtype {k_cache.dtype}"
+                             + (" (8-bit codes: any float dtype)" if is_quantised(k_cache) else ""))
         if x.device != k_cache.device:
             raise ValueError(f"{name} is on {x.device} but the cache is on {k_cache.device}")
     if v.shape != k.shape: raise ValueError(f"v shape {list(v.shape)} does not match k shape {list(k.shape)}")
 
+# %% ../../nbs/03_paged_attention.ipynb #0f945ed0
+def check_kv_scales(k_scale, v_scale, k_cache: torch.Tensor) -> bool:
+    """Scales come with an 8-bit cache, and only with one: float32 `[num_blocks, block_size, num_kv_heads]`,
+    contiguous, on the cache's device; return whether the cache holds codes"""
+    quantised, shape = is_quantised(k_cache), list(k_cache.shape[:3])
+    for name, s in (('k_scale', k_scale), ('v_scale', v_scale)):
+        if (s is None) == quantised:
+            raise ValueError(f"{name} is required: the cache holds {k_cache.dtype} codes" if quantised
+                             else f"{name} must be None: the cache holds {k_cache.dtype} values")
+        if s is None: continue
+        if not isinstance(s, torch.Tensor) or s.dtype != SCALE_DTYPE or list(s.shape) != shape:
+            raise ValueError(f"{name} must be a float32 tensor of shape {shape} [num_blocks, block_size, "
+                             f"num_kv_heads], got {getattr(s, 'dtype', type(s))} of shape "
+                             f"{list(getattr(s, 'shape', []))}")
+        if s.device != k_cache.device:
+            raise ValueError(f"{name} is on {s.device} but the cache is on {k_cache.device}")
+        if not s.is_contiguous(): raise ValueError(f"{name} must be contiguous (one scale per slot and head)")
+    return quantised
+
 # %% ../../nbs/03_paged_attention.ipynb #807d591e
 def write_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-             slot_mapping: torch.Tensor, checked: bool = False) -> None:
+             slot_mapping: torch.Tensor, checked: bool = False, k_scale: torch.Tensor | None = None,
+             v_scale: torch.Tensor | None = None) -> None:
     """Write new tokens' `k, v [num_tokens, num_kv_heads, head_dim]` into the cache slots `slot_mapping`
-    names, in place (-1: skip); `checked`: its `check_slot_mapping` already ran"""
+    names, in place (-1: skip); `checked`: its `check_slot_mapping` already ran. An 8-bit cache gets each
+    token's codes, and its scale per head goes into `k_scale`/`v_scale` at the same slot"""
     num_blocks, block_size, H, d = check_kv_cache(k_cache, v_cache)
     _check_new_kv(k, v, k_cache)
+    quantised = check_kv_scales(k_scale, v_scale, k_cache)
     slots = slot_mapping if checked else check_slot_mapping(slot_mapping, k.shape[0], num_blocks * block_size,
                                                             k_cache.device)
     keep = slots >= 0
     if not bool(keep.all()): slots, k, v = slots[keep], k[keep], v[keep]
-    k_cache.view(-1, H, d).index_copy_(0, slots, k)
-    v_cache.view(-1, H, d).index_copy_(0, slots, v)
+    for cache, x, scales in ((k_cache, k, k_scale), (v_cache, v, v_scale)):
+        if quantised:
+            x, s = quantize_kv(x, cache.dtype)
+            scales.view(-1, H).index_copy_(0, slots, s)
+            cache, x = cache.view(torch.uint8), x.view(torch.uint8)    # index_copy_ has no float8 kernel
+        cache.view(-1, H, d).index_copy_(0, slots, x)
 
 # %% ../../nbs/03_paged_attention.ipynb #bdf865ff
 def gather_kv(
@@ -200,33 +230,40 @@ def _check_lens_fit(lens: torch.Tensor, num_blocks: int, block_size: int, width:
                          f"but block_tables has {width} columns")
     return used
 
-def _check_used_ids(block_tables: torch.Tensor, used: torch.Tensor, num_blocks: int) -> None:
-    "Every block id in a row's first `used` columns names a block of the cache (the padding is not looked at)"
-    in_use = torch.arange(block_tables.shape[1], device=used.device)[None, :] < used[:, None]
+def _check_used_ids(block_tables: torch.Tensor, used: torch.Tensor, num_blocks: int, first=None) -> None:
+    "Every id in a row's columns `first .. used-1` is a block of the cache (padding, freed pages: not read)"
+    cols = torch.arange(block_tables.shape[1], device=used.device)[None, :]
+    in_use = (cols < used[:, None]) & (True if first is None else cols >= first[:, None])
     bad = in_use & ((block_tables < 0) | (block_tables >= num_blocks))
     if bool(bad.any()):
         i, j = (int(x) for x in bad.nonzero()[0])
         raise ValueError(f"block_tables[{i}, {j}] = {int(block_tables[i, j])} is not a block id in [0, "
                          f"{num_blocks})")
 
-def check_block_tables(
-    block_tables: torch.Tensor, context_lens, num_blocks: int, block_size: int
-) -> torch.Tensor:
+def _first_pages(lens: torch.Tensor, q_lens, block_size: int, window: int | None):
+    "Each row's first column read: a window's new tokens read nothing before `window_start` (None: column 0)"
+    if window is None: return None
+    return window_start(lens, torch.ones_like(lens) if q_lens is None else q_lens, window) // block_size
+
+def check_block_tables(block_tables: torch.Tensor, context_lens, num_blocks: int, block_size: int, *,
+                       window: int | None = None, q_lens: torch.Tensor | None = None) -> torch.Tensor:
     """Check block tables against context lengths and the cache; return the lengths as int64 on the tables'
-    device"""
+    device. With a `window`, pages wholly before the first key of the `q_lens` new tokens (one each by
+    default) are not checked: they may be freed (-1)"""
     lens = _check_table_and_lens(block_tables, context_lens)
     used = _check_lens_fit(lens, num_blocks, block_size, block_tables.shape[1])
-    _check_used_ids(block_tables, used, num_blocks)
+    _check_used_ids(block_tables, used, num_blocks, _first_pages(lens, q_lens, block_size, window))
     return lens
 
 # %% ../../nbs/03_paged_attention.ipynb #74bbd4f9
 def _check_q(q, k_cache: torch.Tensor) -> None:
-    "`q` is a 3-D tensor `[num_tokens, num_q_heads, head_dim]` in the cache's dtype, on its device"
+    "`q` is a 3-D `[num_tokens, num_q_heads, head_dim]` on the cache's device, in its dtype (codes: a float)"
     if not isinstance(q, torch.Tensor) or q.dim() != 3:
         raise ValueError("q must be a 3-D tensor [num_tokens, num_q_heads, head_dim], got "
                          f"{getattr(q, 'shape', type(q))}")
-    if q.dtype != k_cache.dtype:
-        raise ValueError(f"q dtype {q.dtype} does not match the cache dtype {k_cache.dtype}")
+    if q.dtype != k_cache.dtype and not (is_quantised(k_cache) and q.dtype in FLOAT_DTYPES):
+        raise ValueError(f"q dtype {q.dtype} does not match the cache dtype {k_cache.dtype}"
+                         + (" (8-bit codes: any float dtype)" if is_quantised(k_cache) else ""))
     if q.device != k_cache.device:
         raise ValueError(f"q is on {q.device} but the cache is on {k_cache.device}")
 
@@ -293,11 +330,16 @@ def check_scale(scale, head_dim: int) -> float:
 
 def check_paged_inputs(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                        block_tables: torch.Tensor, context_lens, cu_seqlens_q: torch.Tensor | None = None,
-                       scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Validate a paged-attention call (decode if `cu_seqlens_q` is None); return `(context_lens, q_lens,
-    scale)`"""
+                       scale: float | None = None, *, window: int | None = None, k_scale=None,
+                       v_scale=None) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """Validate a paged-attention call (decode if `cu_seqlens_q` is None; a sliding `window`; an 8-bit cache's
+    scales); return `(context_lens, q_lens, scale)`"""
     num_blocks, block_size, num_kv_heads, head_dim = check_query(q, k_cache, v_cache)
+    check_kv_scales(k_scale, v_scale, k_cache)
     if isinstance(block_tables, torch.Tensor) and block_tables.device != q.device:
         raise ValueError(f"block_tables is on {block_tables.device} but q is on {q.device}")
-    lens = check_block_tables(block_tables, context_lens, num_blocks, block_size)
-    return lens, check_query_lens(cu_seqlens_q, lens, q.shape[0], q.device), check_scale(scale, head_dim)
+    lens = _check_table_and_lens(block_tables, context_lens)
+    used = _check_lens_fit(lens, num_blocks, block_size, block_tables.shape[1])
+    q_lens = check_query_lens(cu_seqlens_q, lens, q.shape[0], q.device)
+    _check_used_ids(block_tables, used, num_blocks, _first_pages(lens, q_lens, block_size, window))
+    return lens, q_lens, check_scale(scale, head_dim)

@@ -11,29 +11,32 @@ __all__ = ['context_slots', 'gather_context', 'masked_attention', 'paged_decode_
 import torch
 import torch.nn.functional as F
 from .cache import check_paged_inputs
+from .kv_format import dequantize_kv, window_start
 
 # %% ../../nbs/03_paged_attention.ipynb #f4196290
 def context_slots(block_tables: torch.Tensor, context_lens: torch.Tensor, block_size: int,
-                  max_len: int | None = None) -> torch.Tensor:
-    """Slots `[num_seqs, max_len]` of every sequence's positions `0..max_len-1`; positions past its length
-    repeat its last slot"""
-    max_len = int(context_lens.max()) if max_len is None else max_len
-    positions = torch.arange(max_len, device=context_lens.device)
+                  max_len: int | None = None, *, start: torch.Tensor | None = None) -> torch.Tensor:
+    """Slots `[num_seqs, max_len]` of every sequence's positions `start .. start+max_len-1` (`start`: 0);
+    positions past its length repeat its last slot"""
+    start = torch.zeros_like(context_lens) if start is None else start
+    max_len = int((context_lens - start).max()) if max_len is None else max_len
+    positions = start[:, None] + torch.arange(max_len, device=context_lens.device)[None, :]
     # never past a sequence's last real token
-    positions = torch.minimum(positions[None, :], (context_lens - 1)[:, None])
+    positions = torch.minimum(positions, (context_lens - 1)[:, None])
     return torch.gather(block_tables.long(), 1, positions // block_size) * block_size + positions % block_size
 
 # %% ../../nbs/03_paged_attention.ipynb #0b8ba2de
-def gather_context(
-    k_cache: torch.Tensor, v_cache: torch.Tensor, slots: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+def gather_context(k_cache: torch.Tensor, v_cache: torch.Tensor, slots: torch.Tensor, *, k_scale=None,
+                   v_scale=None, dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """Keys and values at `slots [num_seqs, max_len]`, head-major: each `[num_seqs, num_kv_heads, max_len,
-    head_dim]`"""
+    head_dim]`; 8-bit codes come back dequantised with their scales, in `dtype`"""
     num_seqs, max_len = slots.shape
     H, d = k_cache.shape[2], k_cache.shape[3]
     rows = (slots[:, None, :] * H + torch.arange(H, device=slots.device)[None, :, None]).reshape(-1)
-    return (k_cache.view(-1, d).index_select(0, rows).view(num_seqs, H, max_len, d),
-            v_cache.view(-1, d).index_select(0, rows).view(num_seqs, H, max_len, d))
+    k, v = (c.view(-1, d).index_select(0, rows).view(num_seqs, H, max_len, d) for c in (k_cache, v_cache))
+    if k_scale is None: return k, v
+    return tuple(dequantize_kv(x, s.view(-1).index_select(0, rows).view(num_seqs, H, max_len), dtype)
+                 for x, s in ((k, k_scale), (v, v_scale)))
 
 # %% ../../nbs/03_paged_attention.ipynb #b12d572e
 def masked_attention(
@@ -50,14 +53,20 @@ def masked_attention(
 
 # %% ../../nbs/03_paged_attention.ipynb #1ae983af
 def paged_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                           block_tables: torch.Tensor, context_lens,
-                           scale: float | None = None) -> torch.Tensor:
+                           block_tables: torch.Tensor, context_lens, scale: float | None = None, *,
+                           window: int | None = None, k_scale=None, v_scale=None) -> torch.Tensor:
     """Decode: the one new query `q [num_seqs, Hq, d]` of each sequence over its `context_lens[i]` cached
-    tokens; returns `[num_seqs, Hq, d]`"""
-    lens, _, scale = check_paged_inputs(q, k_cache, v_cache, block_tables, context_lens, None, scale)
-    (num_seqs, num_q_heads, head_dim), num_kv_heads, max_len = q.shape, k_cache.shape[2], int(lens.max())
-    k, v = gather_context(k_cache, v_cache, context_slots(block_tables, lens, k_cache.shape[1], max_len))
-    allowed = (torch.arange(max_len, device=q.device)[None, :] < lens[:, None])[:, None, :]      # [S, 1, L]
+    tokens (the last `window` of them); returns `[num_seqs, Hq, d]`"""
+    lens, q_lens, scale = check_paged_inputs(q, k_cache, v_cache, block_tables, context_lens, None, scale,
+                                             window=window, k_scale=k_scale, v_scale=v_scale)
+    (num_seqs, num_q_heads, head_dim), num_kv_heads = q.shape, k_cache.shape[2]
+    start = window_start(lens, q_lens, window)                # freed pages lie wholly before it: never read
+    max_len = int((lens - start).max())
+    slots = context_slots(block_tables, lens, k_cache.shape[1], max_len, start=start)
+    k, v = gather_context(k_cache, v_cache, slots, k_scale=k_scale, v_scale=v_scale,
+                          dtype=torch.promote_types(q.dtype, torch.float32))
+    # from its window's start on the one query sees every key: only the tail past each length is masked
+    allowed = (torch.arange(max_len, device=q.device)[None, :] < (lens - start)[:, None])[:, None, :]
     q5 = q.reshape(num_seqs, num_kv_heads, num_q_heads // num_kv_heads, 1, head_dim)
     return masked_attention(q5, k, v, allowed, scale).reshape(num_seqs, num_q_heads, head_dim).to(q.dtype)
 
@@ -82,38 +91,50 @@ def query_grid(q: torch.Tensor, lens: torch.Tensor, q_lens: torch.Tensor) -> tup
     return seq, col, grid, positions
 
 # %% ../../nbs/03_paged_attention.ipynb #bd411a96
-def causal_allowed(q_pos: torch.Tensor, lens: torch.Tensor, max_len: int) -> torch.Tensor:
-    "`[num_seqs, max_q, max_len]`: key position k is visible from query position p when k ≤ p and k < len"
-    k_pos = torch.arange(max_len, device=lens.device)
-    return (k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < lens[:, None, None])
+def causal_allowed(q_pos: torch.Tensor, lens: torch.Tensor, max_len: int, *,
+                   start: torch.Tensor | None = None, window: int | None = None) -> torch.Tensor:
+    """`[num_seqs, max_q, max_len]`: key position k (column j holds `start + j`) is visible from query
+    position p when `p - window < k ≤ p` and `k < len`; a padded row (p past the end) sees what the last
+    token sees"""
+    k_pos = torch.arange(max_len, device=lens.device)[None, None, :]
+    k_pos = k_pos if start is None else k_pos + start[:, None, None]
+    p = torch.minimum(q_pos, (lens - 1)[:, None])[:, :, None]
+    allowed = (k_pos <= p) & (k_pos < lens[:, None, None])
+    return allowed if window is None else allowed & (k_pos > p - window)
 
 # %% ../../nbs/03_paged_attention.ipynb #168e354c
 def paged_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                             block_tables: torch.Tensor, cu_seqlens_q: torch.Tensor, context_lens,
-                            scale: float | None = None) -> torch.Tensor:
-    """Prefill/extend: packed new tokens `q [num_q_tokens, Hq, d]`, each attending causally to its sequence's
-    cache; returns `[num_q_tokens, Hq, d]`"""
+                            scale: float | None = None, *, window: int | None = None, k_scale=None,
+                            v_scale=None) -> torch.Tensor:
+    """Prefill/extend: packed new tokens `q [num_q_tokens, Hq, d]`, each attending causally (within the
+    `window`) to its sequence's cache; returns `[num_q_tokens, Hq, d]`"""
     lens, q_lens, scale = check_paged_inputs(q, k_cache, v_cache, block_tables, context_lens, cu_seqlens_q,
-                                             scale)
+                                             scale, window=window, k_scale=k_scale, v_scale=v_scale)
     (_, num_q_heads, head_dim), num_seqs, num_kv_heads = q.shape, lens.numel(), k_cache.shape[2]
     seq, col, q_grid, q_pos = query_grid(q, lens, q_lens)
-    max_q, max_len = q_grid.shape[1], int(lens.max())
-    k, v = gather_context(k_cache, v_cache, context_slots(block_tables, lens, k_cache.shape[1], max_len))
+    start = window_start(lens, q_lens, window)                # the first key any new token reads
+    max_q, max_len = q_grid.shape[1], int((lens - start).max())
+    slots = context_slots(block_tables, lens, k_cache.shape[1], max_len, start=start)
+    k, v = gather_context(k_cache, v_cache, slots, k_scale=k_scale, v_scale=v_scale,
+                          dtype=torch.promote_types(q.dtype, torch.float32))
     g = num_q_heads // num_kv_heads
     q_heads = q_grid.view(num_seqs, max_q, num_kv_heads, g, head_dim).permute(0, 2, 3, 1, 4)
-    out = masked_attention(q_heads, k, v, causal_allowed(q_pos, lens, max_len), scale)
+    allowed = causal_allowed(q_pos, lens, max_len, start=start, window=window)
+    out = masked_attention(q_heads, k, v, allowed, scale)
     return out.permute(0, 3, 1, 2, 4).reshape(num_seqs, max_q, num_q_heads, head_dim)[seq, col].to(q.dtype)
 
 # %% ../../nbs/03_paged_attention.ipynb #298b681d
 def reference_attention(q: torch.Tensor, keys, values, cu_seqlens_q: torch.Tensor, scale: float | None = None,
-                        dtype: torch.dtype = torch.float64) -> torch.Tensor:
+                        dtype: torch.dtype = torch.float64, *, window: int | None = None) -> torch.Tensor:
     """Dense causal attention with `scaled_dot_product_attention`, one sequence at a time, in `dtype`; new
-    tokens are each sequence's last"""
+    tokens are each sequence's last; each sees the last `window` positions up to itself (None: all)"""
     cu, outs = [int(x) for x in cu_seqlens_q], []
     for i, (k, v) in enumerate(zip(keys, values)):
         qi = q[cu[i]:cu[i + 1]].to(dtype).transpose(0, 1)                      # [Hq, n, d]
         n, L, g = qi.shape[1], k.shape[0], q.shape[1] // k.shape[1]
-        allowed = torch.arange(L)[None, :] <= (L - n + torch.arange(n))[:, None]
+        k_pos, p = torch.arange(L)[None, :], (L - n + torch.arange(n))[:, None]
+        allowed = (k_pos <= p) & (k_pos > p - (L if window is None else window))
         ki, vi = (x.to(dtype).transpose(0, 1).repeat_interleave(g, dim=0) for x in (k, v))
         out = F.scaled_dot_product_attention(qi, ki, vi, attn_mask=allowed.to(q.device), scale=scale)
         outs.append(out.transpose(0, 1))
