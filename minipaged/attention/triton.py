@@ -16,13 +16,17 @@ import triton
 import triton.language as tl
 from ..utils import cdiv, check_positive
 from ..accounting.budget import kv_bytes_per_token
-from .cache import check_paged_inputs, check_query, check_scale, INDEX_DTYPES
+from .cache import (check_kv_scales, check_paged_inputs, check_query, check_scale,
+                                       INDEX_DTYPES)
+from .kv_format import check_window, is_quantised, QUANTISED_KV
 from .triton_kernels import (_merge_splits_kernel, _MODE_ADVICE, _paged_decode_kernel,
-                                                _paged_prefill_kernel, kernel_mode, KERNELS_INTERPRETED)
+                                                _paged_prefill_kernel, kernel_mode, KERNELS_INTERPRETED,
+                                                NO_WINDOW)
 
 # %% auto #0
-__all__ = ['SUPPORTED_DTYPES', 'LOG2E', 'MAX_SPLITS', 'decode_kv_bytes', 'decode_config', 'prefill_config', 'decode_split_states',
-           'choose_num_splits', 'merge_split_states', 'triton_paged_decode_attention', 'triton_paged_prefill_attention']
+__all__ = ['SUPPORTED_DTYPES', 'CODE_DTYPES', 'LOG2E', 'MAX_SPLITS', 'decode_kv_bytes', 'decode_config', 'prefill_config',
+           'decode_split_states', 'choose_num_splits', 'merge_split_states', 'triton_paged_decode_attention',
+           'triton_paged_prefill_attention']
 
 # %% ../../nbs/04_triton_kernel.ipynb #98d01cfa
 def decode_kv_bytes(context_tokens: int, num_kv_heads: int, head_dim: int, dtype: str = 'bfloat16',
@@ -37,6 +41,8 @@ def decode_kv_bytes(context_tokens: int, num_kv_heads: int, head_dim: int, dtype
 
 # %% ../../nbs/04_triton_kernel.ipynb #3dc22aa2
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+# the 8-bit pages' dtypes (chapter 03c), read with their scales by a q of any supported dtype
+CODE_DTYPES = tuple(d for d, _ in QUANTISED_KV.values())
 LOG2E = 1.4426950408889634
 # the merge kernel loads every split's m at once; 64 already fills an H200 from a single sequence
 MAX_SPLITS = 64
@@ -59,17 +65,20 @@ def _check_tensor(name: str, t, ndim: int, dtypes, device=None):
     return t
 
 # %% ../../nbs/04_triton_kernel.ipynb #60883bd8
-def _check_common(q, k_cache, v_cache, block_tables, context_lens, num_seqs: int, scale):
+def _check_common(q, k_cache, v_cache, block_tables, context_lens, num_seqs: int, scale, k_scale=None,
+                  v_scale=None):
     """Metadata checks shared by both launchers; returns (context_lens tensor, block_size, num_kv_heads,
     head_dim, group, scale)"""
     _check_tensor('q', q, 3, SUPPORTED_DTYPES)
     if kernel_mode() == 'mixed': raise RuntimeError(f"minipaged.attention.triton: {_MODE_ADVICE['mixed']}")
     if kernel_mode() == 'compiled' and q.device.type != 'cuda':
         raise ValueError(f"q is on {q.device} but {_MODE_ADVICE['compiled']}")
+    codes = isinstance(k_cache, torch.Tensor) and is_quantised(k_cache)
     for name, c in (('k_cache', k_cache), ('v_cache', v_cache)):
-        _check_tensor(name, c, 4, (q.dtype,), q.device)
+        _check_tensor(name, c, 4, CODE_DTYPES if codes else (q.dtype,), q.device)
     # chapter 03's checks and messages
     _, block_size, num_kv_heads, head_dim = check_query(q, k_cache, v_cache)
+    check_kv_scales(k_scale, v_scale, k_cache)
     if head_dim > 256: raise ValueError("head_dim must be at most 256 (a [rows, head_dim] tile lives in "
                                         f"registers), got {head_dim}")
     _check_tensor('block_tables', block_tables, 2, INDEX_DTYPES, q.device)
@@ -85,11 +94,12 @@ def _check_common(q, k_cache, v_cache, block_tables, context_lens, num_seqs: int
 
 # %% ../../nbs/04_triton_kernel.ipynb #d73d0693
 def _check_values(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, max_context_len: int | None,
-                  check_values):
+                  check_values, **kv):
     """Chapter 03's value checks, when asked for (default: for CPU tensors, where reading them costs no device
     sync)"""
     if not (check_values if check_values is not None else q.device.type == 'cpu'): return lens
-    lens = check_paged_inputs(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale)[0]
+    # kv: the window and the scales, whose pages chapter 03 checks too
+    lens = check_paged_inputs(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, **kv)[0]
     if max_context_len is not None and int(lens.max()) > max_context_len:
         raise ValueError(f"max_context_len {max_context_len} is below the longest context, {int(lens.max())}")
     return lens
@@ -125,7 +135,7 @@ def prefill_config(head_dim: int, group: int, interpreted: bool | None = None, p
 # %% ../../nbs/04_triton_kernel.ipynb #59d38fc2
 def _dot_args(dtype: torch.dtype) -> dict:
     """What loaded K, V and q are converted to — float32 in the interpreter (no bfloat16 arithmetic there),
-    else the cache dtype — and how float32 dots run"""
+    else q's dtype (the cache's, or the one its 8-bit codes are dequantised to) — and how float32 dots run"""
     dot = tl.float32 if KERNELS_INTERPRETED else {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16,
                                                   torch.float32: tl.float32}[dtype]
     # ieee: no TF32 rounding of float32; 16-bit inputs ignore it
@@ -155,27 +165,43 @@ def _max_context(block_tables, block_size: int, max_context_len: int | None) -> 
     if max_context_len is None: return block_tables.shape[1] * block_size
     return check_positive('max_context_len', max_context_len)
 
+# %% ../../nbs/04_triton_kernel.ipynb #h3-args
+def _window_arg(window) -> int:
+    "The kernels' `window`: chapter 03c's checked window, or `NO_WINDOW` for full attention"
+    window = check_window(window)
+    return NO_WINDOW if window is None else min(window, NO_WINDOW)
+
+def _cache_args(k_cache, v_cache, k_scale, v_scale) -> tuple[tuple, tuple]:
+    """The kernels' page pointers `(k, v, k_scale, v_scale)` and strides (a cache's three, a scale tensor's
+    three): K and V share them, both contiguous and of one shape; float pages pass themselves for scales"""
+    if k_scale is None: return (k_cache, v_cache, k_cache, v_cache), (*k_cache.stride()[:3], 0, 0, 0)
+    return (k_cache, v_cache, k_scale, v_scale), (*k_cache.stride()[:3], *k_scale.stride())
+
 # %% ../../nbs/04_triton_kernel.ipynb #4b71654c
 def decode_split_states(q, k_cache, v_cache, block_tables, context_lens, num_splits: int, scale=None,
-                        max_context_len: int | None = None, check_values: bool | None = None):
-    """Run the decode kernel with `num_splits` splits; return float32 partial states `(acc [S, Hq, splits, d],
-    m, l [S, Hq, splits])`, `m` in units of log2"""
+                        max_context_len: int | None = None, check_values: bool | None = None, *,
+                        window: int | None = None, k_scale=None, v_scale=None):
+    """Run the decode kernel with `num_splits` splits of each sequence's last `window` keys (None: all);
+    return float32 partial states `(acc [S, Hq, splits, d], m, l [S, Hq, splits])`, `m` in units of log2"""
     num_seqs = q.shape[0] if isinstance(q, torch.Tensor) and q.dim() == 3 else 0
     lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(q, k_cache, v_cache, block_tables,
-                                                                           context_lens, num_seqs, scale)
+                                                                           context_lens, num_seqs, scale,
+                                                                           k_scale, v_scale)
     if isinstance(num_splits, bool) or not isinstance(num_splits, int) or not 1 <= num_splits <= MAX_SPLITS:
         raise ValueError(f"num_splits must be an integer in 1..{MAX_SPLITS}, got {num_splits!r}")
     max_ctx = _max_context(block_tables, block_size, max_context_len)
-    lens = _check_values(q, k_cache, v_cache, block_tables, lens, None, scale, max_ctx, check_values)
-    cfg = decode_config(head_dim, group)
-    tokens_per_split = cdiv(cdiv(max_ctx, num_splits), cfg['BLOCK_N']) * cfg['BLOCK_N']
+    lens = _check_values(q, k_cache, v_cache, block_tables, lens, None, scale, max_ctx, check_values,
+                         window=window, k_scale=k_scale, v_scale=v_scale)
+    cfg, win = decode_config(head_dim, group), _window_arg(window)
+    # the splits cut the keys a query reads: the last min(context, window)
+    tokens_per_split = cdiv(cdiv(min(max_ctx, win), num_splits), cfg['BLOCK_N']) * cfg['BLOCK_N']
     acc = torch.empty((num_seqs, q.shape[1], num_splits, head_dim), dtype=torch.float32, device=q.device)
     m, l = (torch.empty(acc.shape[:3], dtype=torch.float32, device=q.device) for _ in range(2))
+    pages, strides = _cache_args(k_cache, v_cache, k_scale, v_scale)
     _paged_decode_kernel[(num_seqs, num_kv_heads, num_splits)](
-        q, k_cache, v_cache, block_tables, lens, acc, m, l, scale * LOG2E, tokens_per_split, q.stride(0),
-        q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3], block_tables.stride(0), *acc.stride()[:3],
-        *m.stride()[:2], PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim, SPLIT=True,
-        **_dot_args(q.dtype), **cfg)
+        q, *pages, block_tables, lens, acc, m, l, scale * LOG2E, win, tokens_per_split, q.stride(0),
+        q.stride(1), *strides, block_tables.stride(0), *acc.stride()[:3], *m.stride()[:2],
+        PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim, SPLIT=True, **_dot_args(q.dtype), **cfg)
     return acc, m, l
 
 # %% ../../nbs/04_triton_kernel.ipynb #39eb9490
@@ -214,51 +240,58 @@ def merge_split_states(acc, m, l, out):
 # %% ../../nbs/04_triton_kernel.ipynb #97c0a295
 def triton_paged_decode_attention(q, k_cache, v_cache, block_tables, context_lens, scale=None,
                                   num_splits: int | None = None, out=None, max_context_len: int | None = None,
-                                  check_values: bool | None = None):
-    """Paged decode attention (chapter 03's `paged_decode_attention`) by the Triton kernels: `q [S, Hq, d]` ->
-    `[S, Hq, d]`"""
+                                  check_values: bool | None = None, *, window: int | None = None,
+                                  k_scale=None, v_scale=None):
+    """Paged decode attention (chapter 03's `paged_decode_attention`: a sliding `window`, 8-bit pages with
+    their scales) by the Triton kernels: `q [S, Hq, d]` -> `[S, Hq, d]`"""
     num_seqs = q.shape[0] if isinstance(q, torch.Tensor) and q.dim() == 3 else 0
     lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(q, k_cache, v_cache, block_tables,
-                                                                           context_lens, num_seqs, scale)
+                                                                           context_lens, num_seqs, scale,
+                                                                           k_scale, v_scale)
     out = _check_out(out, q.shape, q)
     if num_seqs == 0: return out  # an empty batch: nothing to launch
-    max_ctx = _max_context(block_tables, block_size, max_context_len)
-    if num_splits is None: num_splits = choose_num_splits(num_seqs, num_kv_heads, max_ctx, _num_sms(q.device))
+    max_ctx, win, kv = (_max_context(block_tables, block_size, max_context_len), _window_arg(window),
+                        dict(window=window, k_scale=k_scale, v_scale=v_scale))
+    if num_splits is None:
+        num_splits = choose_num_splits(num_seqs, num_kv_heads, min(max_ctx, win), _num_sms(q.device))
     if num_splits != 1:
         states = decode_split_states(q, k_cache, v_cache, block_tables, lens, num_splits, scale, max_ctx,
-                                     check_values)
+                                     check_values, **kv)
         return merge_split_states(*states, out)
-    lens = _check_values(q, k_cache, v_cache, block_tables, lens, None, scale, max_ctx, check_values)
-    cfg, target = decode_config(head_dim, group), _bf16_safe(out)
+    lens = _check_values(q, k_cache, v_cache, block_tables, lens, None, scale, max_ctx, check_values, **kv)
+    cfg, target, (pages, strides) = decode_config(head_dim, group), _bf16_safe(out), _cache_args(
+        k_cache, v_cache, k_scale, v_scale)
     _paged_decode_kernel[(num_seqs, num_kv_heads, 1)](
-        q, k_cache, v_cache, block_tables, lens, target, target, target, scale * LOG2E,
-        cdiv(max_ctx, cfg['BLOCK_N']) * cfg['BLOCK_N'], q.stride(0), q.stride(1), *k_cache.stride()[:3],
-        *v_cache.stride()[:3], block_tables.stride(0), target.stride(0), target.stride(1), 0, 0, 0,
-        PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim, SPLIT=False, **_dot_args(q.dtype), **cfg)
+        q, *pages, block_tables, lens, target, target, target, scale * LOG2E, win,
+        cdiv(min(max_ctx, win), cfg['BLOCK_N']) * cfg['BLOCK_N'], q.stride(0), q.stride(1), *strides,
+        block_tables.stride(0), target.stride(0), target.stride(1), 0, 0, 0, PAGE_SIZE=block_size,
+        GROUP=group, HEAD_DIM=head_dim, SPLIT=False, **_dot_args(q.dtype), **cfg)
     if target is not out: out.copy_(target)
     return out
 
 # %% ../../nbs/04_triton_kernel.ipynb #85e33964
 def triton_paged_prefill_attention(q, k_cache, v_cache, block_tables, cu_seqlens_q, context_lens, scale=None,
-                                   out=None, check_values: bool | None = None):
-    """Paged prefill/extend attention (chapter 03's `paged_prefill_attention`) by the Triton kernel: `q
-    [tokens, Hq, d]` -> same shape"""
+                                   out=None, check_values: bool | None = None, *, window: int | None = None,
+                                   k_scale=None, v_scale=None):
+    """Paged prefill/extend attention (chapter 03's `paged_prefill_attention`: a sliding `window`, 8-bit pages
+    with their scales) by the Triton kernel: `q [tokens, Hq, d]` -> same shape"""
     _check_tensor('cu_seqlens_q', cu_seqlens_q, 1, INDEX_DTYPES, getattr(q, 'device', None))
     num_seqs = cu_seqlens_q.shape[0] - 1
     if num_seqs < 1: raise ValueError("cu_seqlens_q must hold num_seqs + 1 >= 2 offsets, got "
                                       f"{cu_seqlens_q.shape[0]}")
     lens, block_size, num_kv_heads, head_dim, group, scale = _check_common(q, k_cache, v_cache, block_tables,
-                                                                           context_lens, num_seqs, scale)
-    lens = _check_values(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, None, check_values)
+                                                                           context_lens, num_seqs, scale,
+                                                                           k_scale, v_scale)
+    lens = _check_values(q, k_cache, v_cache, block_tables, lens, cu_seqlens_q, scale, None, check_values,
+                         window=window, k_scale=k_scale, v_scale=v_scale)
     out = _check_out(out, q.shape, q)
     if q.shape[0] == 0: return out
     cfg = prefill_config(head_dim, group, page_size=block_size)
     launch = dict(num_warps=cfg.pop('num_warps'), num_stages=cfg.pop('num_stages'))
-    target = _bf16_safe(out)
+    target, (pages, strides) = _bf16_safe(out), _cache_args(k_cache, v_cache, k_scale, v_scale)
     _paged_prefill_kernel[(q.shape[0] // cfg['BLOCK_Q'] + num_seqs, num_kv_heads)](
-        q, k_cache, v_cache, block_tables, cu_seqlens_q, lens, target, scale * LOG2E, num_seqs,
-        q.stride(0), q.stride(1), *k_cache.stride()[:3], *v_cache.stride()[:3], block_tables.stride(0),
-        target.stride(0), target.stride(1), PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim,
-        **_dot_args(q.dtype), **cfg, **launch)
+        q, *pages, block_tables, cu_seqlens_q, lens, target, scale * LOG2E, _window_arg(window), num_seqs,
+        q.stride(0), q.stride(1), *strides, block_tables.stride(0), target.stride(0), target.stride(1),
+        PAGE_SIZE=block_size, GROUP=group, HEAD_DIM=head_dim, **_dot_args(q.dtype), **cfg, **launch)
     if target is not out: out.copy_(target)
     return out

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['KERNELS', 'KERNELS_INTERPRETED', 'kernel_mode']
+__all__ = ['NO_WINDOW', 'KERNELS', 'KERNELS_INTERPRETED', 'kernel_mode']
 
 # %% ../../nbs/04_triton_kernel.ipynb #imp04099
 import os, warnings
@@ -31,6 +31,22 @@ def _load_rows(cache_ptr, block, offs_n, offs_d, kv_head, stride_b, stride_t, st
     rows = block * stride_b + (offs_n % PAGE_SIZE) * stride_t + kv_head * stride_h
     return tl.load(cache_ptr + rows[:, None] + offs_d[None, :], mask=mask, other=0.0).to(DOT_DTYPE)
 
+# %% ../../nbs/04_triton_kernel.ipynb #h3-load-kv
+@triton.jit
+def _load_kv(cache_ptr, scale_ptr, block, offs_n, offs_d, kv_head, stride_b, stride_t, stride_h, stride_sb,
+             stride_st, stride_sh, live, mask, PAGE_SIZE: tl.constexpr, DOT_DTYPE: tl.constexpr):
+    """`_load_rows`, dequantised if the cache holds 8-bit codes: the codes in float32 times each `live` row's
+    scale, then the dot dtype"""
+    codes = cache_ptr.dtype.element_ty
+    # the pointer's element type is known when the kernel compiles: no run-time branch
+    if codes.is_int8() or codes.is_fp8():
+        rows = _load_rows(cache_ptr, block, offs_n, offs_d, kv_head, stride_b, stride_t, stride_h, mask,
+                          PAGE_SIZE, tl.float32)
+        slots = block * stride_sb + (offs_n % PAGE_SIZE) * stride_st + kv_head * stride_sh
+        return (rows * tl.load(scale_ptr + slots, mask=live, other=0.0)[:, None]).to(DOT_DTYPE)
+    return _load_rows(cache_ptr, block, offs_n, offs_d, kv_head, stride_b, stride_t, stride_h, mask,
+                      PAGE_SIZE, DOT_DTYPE)
+
 # %% ../../nbs/04_triton_kernel.ipynb #0d9b33d0
 @triton.jit
 def _softmax_step(m_i, s):
@@ -42,28 +58,31 @@ def _softmax_step(m_i, s):
     return m_new, tl.exp2(m_i - shift), tl.exp2(s - shift[:, None])
 
 # %% ../../nbs/04_triton_kernel.ipynb #5d79eb32
+# `window` of full attention: no context reaches 2^30 tokens, and q_pos - NO_WINDOW cannot overflow an int32
+NO_WINDOW = 1 << 30
+
 @triton.jit
-def _attend_tile(acc, m_i, l_i, q, q_pos, kv_start, kv_end, qk_scale, k_cache_ptr, v_cache_ptr,
-                 block_table_row, kv_head, stride_kb, stride_kt, stride_kh, stride_vb, stride_vt, stride_vh,
-                 PAGE_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+def _attend_tile(acc, m_i, l_i, q, q_pos, kv_start, kv_end, window, qk_scale, k_cache_ptr, v_cache_ptr,
+                 k_scale_ptr, v_scale_ptr, block_table_row, kv_head, stride_b, stride_t, stride_h, stride_sb,
+                 stride_st, stride_sh, PAGE_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
                  HEAD_DIM_PAD: tl.constexpr, CAUSAL: tl.constexpr, DOT_DTYPE: tl.constexpr,
                  DOT_PRECISION: tl.constexpr):
-    """Fold positions kv_start..kv_start+BLOCK_N-1 (< kv_end, and <= q_pos if CAUSAL) into the state (acc,
-    m_i, l_i) of the rows of q"""
+    """Fold positions kv_start..kv_start+BLOCK_N-1 (< kv_end, > q_pos - window, and <= q_pos if CAUSAL) into
+    the state (acc, m_i, l_i) of the rows of q"""
     offs_n, offs_d = kv_start + tl.arange(0, BLOCK_N), tl.arange(0, HEAD_DIM_PAD)
     live = offs_n < kv_end
     kv_mask = live[:, None] & (offs_d < HEAD_DIM)[None, :]
     block = _tile_blocks(block_table_row, offs_n, live, PAGE_SIZE)
-    k = _load_rows(k_cache_ptr, block, offs_n, offs_d, kv_head, stride_kb, stride_kt, stride_kh, kv_mask,
-                   PAGE_SIZE, DOT_DTYPE)
+    k = _load_kv(k_cache_ptr, k_scale_ptr, block, offs_n, offs_d, kv_head, stride_b, stride_t, stride_h,
+                 stride_sb, stride_st, stride_sh, live, kv_mask, PAGE_SIZE, DOT_DTYPE)
     # [rows, BLOCK_N], in units of log2
     s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
-    mask = live[None, :]
+    mask = live[None, :] & (offs_n[None, :] > q_pos[:, None] - window)
     if CAUSAL: mask = mask & (offs_n[None, :] <= q_pos[:, None])
     m_new, alpha, p = _softmax_step(m_i, tl.where(mask, s, float('-inf')))
     # masked too: 0 * NaN = NaN
-    v = _load_rows(v_cache_ptr, block, offs_n, offs_d, kv_head, stride_vb, stride_vt, stride_vh, kv_mask,
-                   PAGE_SIZE, DOT_DTYPE)
+    v = _load_kv(v_cache_ptr, v_scale_ptr, block, offs_n, offs_d, kv_head, stride_b, stride_t, stride_h,
+                 stride_sb, stride_st, stride_sh, live, kv_mask, PAGE_SIZE, DOT_DTYPE)
     acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v, input_precision=DOT_PRECISION)
     return acc, m_new, l_i * alpha + tl.sum(p, 1)
 
@@ -83,18 +102,20 @@ def _store_decode(out_ptr, m_ptr, l_ptr, acc, m_i, l_i, out_rows, state_rows, sp
 
 # %% ../../nbs/04_triton_kernel.ipynb #a4776083
 @triton.jit
-def _paged_decode_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, context_lens_ptr, out_ptr, m_ptr,
-                         l_ptr, qk_scale, tokens_per_split, stride_qs, stride_qh, stride_kb, stride_kt,
-                         stride_kh, stride_vb, stride_vt, stride_vh, stride_bts, stride_os, stride_oh,
-                         stride_osplit, stride_ms, stride_mh, PAGE_SIZE: tl.constexpr, GROUP: tl.constexpr,
-                         GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr,
-                         BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, DOT_DTYPE: tl.constexpr,
-                         DOT_PRECISION: tl.constexpr):
-    """Decode attention of one sequence's GQA group over one split of its context; SPLIT: write (acc, m, l)
-    instead of the output"""
+def _paged_decode_kernel(q_ptr, k_cache_ptr, v_cache_ptr, k_scale_ptr, v_scale_ptr, block_tables_ptr,
+                         context_lens_ptr, out_ptr, m_ptr, l_ptr, qk_scale, window, tokens_per_split,
+                         stride_qs, stride_qh, stride_b, stride_t, stride_h, stride_sb, stride_st, stride_sh,
+                         stride_bts, stride_os, stride_oh, stride_osplit, stride_ms, stride_mh,
+                         PAGE_SIZE: tl.constexpr,
+                         GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
+                         HEAD_DIM_PAD: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
+                         DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """Decode attention of one sequence's GQA group over one split of its window's keys; SPLIT: write (acc, m,
+    l) instead of the output"""
     seq, kv_head, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     ctx_len = tl.load(context_lens_ptr + seq)
-    start = split * tokens_per_split
+    # the splits cut the keys [ctx - window, ctx): a page before them is never read, nor its table entry
+    start = tl.maximum(ctx_len - window, 0) + split * tokens_per_split
     end = tl.minimum(ctx_len, start + tokens_per_split)
     offs_g, offs_d = tl.arange(0, GROUP_PAD), tl.arange(0, HEAD_DIM_PAD)
     head = kv_head * GROUP + offs_g
@@ -103,12 +124,12 @@ def _paged_decode_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, cont
                 other=0.0).to(DOT_DTYPE)
     m_i, l_i = tl.full([GROUP_PAD], float('-inf'), tl.float32), tl.zeros([GROUP_PAD], tl.float32)
     acc = tl.zeros([GROUP_PAD, HEAD_DIM_PAD], tl.float32)
-    table_row = block_tables_ptr + seq.to(tl.int64) * stride_bts
+    table_row, q_pos = block_tables_ptr + seq.to(tl.int64) * stride_bts, ctx_len - 1 + 0 * offs_g
     for kv_start in range(start, end, BLOCK_N):
-        acc, m_i, l_i = _attend_tile(acc, m_i, l_i, q, offs_g, kv_start, end, qk_scale, k_cache_ptr,
-                                     v_cache_ptr, table_row, kv_head, stride_kb, stride_kt, stride_kh,
-                                     stride_vb, stride_vt, stride_vh, PAGE_SIZE, BLOCK_N, HEAD_DIM,
-                                     HEAD_DIM_PAD, False, DOT_DTYPE, DOT_PRECISION)
+        acc, m_i, l_i = _attend_tile(acc, m_i, l_i, q, q_pos, kv_start, end, window, qk_scale, k_cache_ptr,
+                                     v_cache_ptr, k_scale_ptr, v_scale_ptr, table_row, kv_head, stride_b,
+                                     stride_t, stride_h, stride_sb, stride_st, stride_sh, PAGE_SIZE, BLOCK_N,
+                                     HEAD_DIM, HEAD_DIM_PAD, False, DOT_DTYPE, DOT_PRECISION)
     out_rows = seq * stride_os + head[:, None] * stride_oh + offs_d[None, :]
     _store_decode(out_ptr, m_ptr, l_ptr, acc, m_i, l_i, out_rows, seq * stride_ms + head * stride_mh, split,
                   stride_osplit, row_mask, offs_g < GROUP, SPLIT)
@@ -161,13 +182,14 @@ def _locate_tile(cu_seqlens_q_ptr, num_seqs, tile, BLOCK_Q: tl.constexpr):
 
 # %% ../../nbs/04_triton_kernel.ipynb #f028e86e
 @triton.jit
-def _paged_prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, cu_seqlens_q_ptr,
-                          context_lens_ptr, out_ptr, qk_scale, num_seqs, stride_qt, stride_qh, stride_kb,
-                          stride_kt, stride_kh, stride_vb, stride_vt, stride_vh, stride_bts, stride_ot,
-                          stride_oh, PAGE_SIZE: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
-                          HEAD_DIM_PAD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr,
-                          BLOCK_N: tl.constexpr, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr):
-    "Causal attention of BLOCK_Q new tokens x GROUP heads over their sequence's cached prefix and themselves"
+def _paged_prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, k_scale_ptr, v_scale_ptr, block_tables_ptr,
+                          cu_seqlens_q_ptr, context_lens_ptr, out_ptr, qk_scale, window, num_seqs, stride_qt,
+                          stride_qh, stride_b, stride_t, stride_h, stride_sb, stride_st, stride_sh,
+                          stride_bts, stride_ot, stride_oh, PAGE_SIZE: tl.constexpr, GROUP: tl.constexpr,
+                          HEAD_DIM: tl.constexpr, HEAD_DIM_PAD: tl.constexpr, BLOCK_M: tl.constexpr,
+                          BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, DOT_DTYPE: tl.constexpr,
+                          DOT_PRECISION: tl.constexpr):
+    "Causal attention (within `window`) of BLOCK_Q new tokens x GROUP heads over their sequence's context"
     tile, kv_head = tl.program_id(0), tl.program_id(1)
     seq, q_start, q_len, first = _locate_tile(cu_seqlens_q_ptr, num_seqs, tile, BLOCK_Q)
     if first >= q_len: return
@@ -182,18 +204,18 @@ def _paged_prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, cu_
     m_i, l_i = tl.full([BLOCK_M], float('-inf'), tl.float32), tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM_PAD], tl.float32)
     table_row = block_tables_ptr + seq.to(tl.int64) * stride_bts
-    # every row sees all of these: no causal mask
-    for kv_start in range(0, diagonal, BLOCK_N):
-        acc, m_i, l_i = _attend_tile(acc, m_i, l_i, q, q_pos, kv_start, diagonal, qk_scale, k_cache_ptr,
-                                     v_cache_ptr, table_row, kv_head, stride_kb, stride_kt, stride_kh,
-                                     stride_vb, stride_vt, stride_vh, PAGE_SIZE, BLOCK_N, HEAD_DIM,
-                                     HEAD_DIM_PAD, False, DOT_DTYPE, DOT_PRECISION)
+    # from the first row's window start: no causal mask, the window's where it bites
+    for kv_start in range(tl.maximum(diagonal - window + 1, 0), diagonal, BLOCK_N):
+        acc, m_i, l_i = _attend_tile(acc, m_i, l_i, q, q_pos, kv_start, diagonal, window, qk_scale,
+                                     k_cache_ptr, v_cache_ptr, k_scale_ptr, v_scale_ptr, table_row, kv_head,
+                                     stride_b, stride_t, stride_h, stride_sb, stride_st, stride_sh, PAGE_SIZE,
+                                     BLOCK_N, HEAD_DIM, HEAD_DIM_PAD, False, DOT_DTYPE, DOT_PRECISION)
     kv_end = prefix + tl.minimum(first + BLOCK_Q, q_len)
     for kv_start in range(diagonal, kv_end, BLOCK_N):                # the tile's own tokens: causal
-        acc, m_i, l_i = _attend_tile(acc, m_i, l_i, q, q_pos, kv_start, kv_end, qk_scale, k_cache_ptr,
-                                     v_cache_ptr, table_row, kv_head, stride_kb, stride_kt, stride_kh,
-                                     stride_vb, stride_vt, stride_vh, PAGE_SIZE, BLOCK_N, HEAD_DIM,
-                                     HEAD_DIM_PAD, True, DOT_DTYPE, DOT_PRECISION)
+        acc, m_i, l_i = _attend_tile(acc, m_i, l_i, q, q_pos, kv_start, kv_end, window, qk_scale,
+                                     k_cache_ptr, v_cache_ptr, k_scale_ptr, v_scale_ptr, table_row, kv_head,
+                                     stride_b, stride_t, stride_h, stride_sb, stride_st, stride_sh, PAGE_SIZE,
+                                     BLOCK_N, HEAD_DIM, HEAD_DIM_PAD, True, DOT_DTYPE, DOT_PRECISION)
     out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     tl.store(out_ptr + token[:, None] * stride_ot + head[:, None] * stride_oh + offs_d[None, :],
              out.to(out_ptr.dtype.element_ty), mask=mask)
