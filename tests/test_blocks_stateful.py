@@ -15,8 +15,9 @@ block reaches a new owner unreported."""
 import subprocess, sys, json
 from pathlib import Path
 from hypothesis import HealthCheck, event, settings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
-from minipaged.engine.blocks import BlockManager, NoFreeBlocksError
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from minipaged.engine.allocator import blocks_held_at_most
+from minipaged.engine.blocks import NO_BLOCK, BlockManager, NoFreeBlocksError
 from minipaged.engine.reservation import ReservationManager
 
 B = 4
@@ -64,13 +65,17 @@ class BlockMachine(RuleBasedStateMachine):
     def write(self, sid, start, end):
         "The engine computes positions [start, end) of `sid`: K/V lands in their slots, then mark_computed"
         self.run_copies()
-        tables = {o: set(self.bm.block_table(o)) for o in self.tokens}
+        tables = {o: set(self.bm.block_table(o)) - {NO_BLOCK} for o in self.tokens}
         for p, slot in zip(range(start, end), self.bm.slots(sid, start, end)):
             block = slot // self.B
             assert block in tables[sid], 'a slot outside the sequence\'s own blocks'
             assert sum(block in t for t in tables.values()) == 1, f'a write into block {block}, which another sequence reads'
             self.kv[slot] = (self.salt[sid], self.tokens[sid][p])
         self.bm.mark_computed(sid, end)
+
+    def first_held(self, sid):
+        "The first position whose block the sequence still holds: 0, or past the blocks a window released"
+        return self.bm.block_table(sid).count(NO_BLOCK) * self.B
 
     def pick(self, data, only=None):
         live = [s for s in sorted(self.tokens) if only is None or only(s)]
@@ -98,7 +103,8 @@ class BlockMachine(RuleBasedStateMachine):
         assert 0 <= cached < len(prompt) and cached % self.B == 0, f'{cached} cached tokens of a {len(prompt)}-token prompt'
         assert self.bm.num_computed(sid) == cached
         if cached: event('prefix hit')
-        for p, slot in zip(range(cached), self.bm.slots(sid, 0, cached)):      # the reused KV is this prefix's, this salt's
+        lo = min(self.first_held(sid), cached)
+        for p, slot in zip(range(lo, cached), self.bm.slots(sid, lo, cached)):   # the reused KV is this prefix's, this salt's
             assert self.kv.get(slot) == (salt, prompt[p]), f'prefix hit at position {p} reads {self.kv.get(slot)}'
         if compute == 'all': self.write(sid, cached, len(prompt))
         elif compute == 'some': self.write(sid, cached, data.draw(st.integers(cached, len(prompt))))
@@ -193,11 +199,12 @@ class BlockMachine(RuleBasedStateMachine):
         tables = {}
         for sid, toks in self.tokens.items():
             assert self.bm.num_tokens(sid) == len(toks)
-            tables[sid] = set(self.bm.block_table(sid))
+            tables[sid] = set(self.bm.block_table(sid)) - {NO_BLOCK}
             if sid in self.awaiting: continue
             n = self.bm.num_computed(sid)
-            got = [self.read(s) for s in self.bm.slots(sid, 0, n)]
-            assert got == [(self.salt[sid], t) for t in toks[:n]], f'seq {sid} reads {got}, wrote {toks[:n]}'
+            lo = min(self.first_held(sid), n)                            # a window released what lies before
+            got = [self.read(s) for s in self.bm.slots(sid, lo, n)]
+            assert got == [(self.salt[sid], t) for t in toks[lo:n]], f'seq {sid} reads {got}, wrote {toks[lo:n]}'
         for a in tables:                                               # different salts never share a block
             for b in tables:
                 if a < b and self.salt[a] != self.salt[b]: assert not tables[a] & tables[b], f'salts share: {a}, {b}'
@@ -209,8 +216,27 @@ class BlockMachine(RuleBasedStateMachine):
         if self.deferred: return
         for sid in self.tokens:
             table, n = self.bm.block_table(sid), self.bm.num_computed(sid)
-            stale = [q for q in range(n, len(table) * self.B) if self.read(table[q // self.B] * self.B + q % self.B) is not None]
+            stale = [q for q in range(n, len(table) * self.B) if table[q // self.B] != NO_BLOCK and self.read(table[q // self.B] * self.B + q % self.B) is not None]
             assert not stale, f'seq {sid}: positions {stale} past its {n} computed tokens hold stale KV'
+
+
+class WindowMachine(BlockMachine):
+    "A sliding window of 1-9 keys: blocks behind it go back as tokens are computed, and no sequence holds more"
+    window = 5
+    def make(self): return BlockManager(12, B, record_fresh=True, window=self.window)
+
+    @initialize(window=st.integers(1, 9))
+    def pick_window(self, window):
+        "Each example its window (before any operation: the manager is still empty)"
+        self.window = window; self.bm = self.make()
+
+    @invariant()
+    def a_sequence_holds_at_most_its_window(self):
+        for sid, toks in self.tokens.items():
+            held, n = len(set(self.bm.block_table(sid)) - {NO_BLOCK}), self.bm.num_computed(sid)
+            bound = blocks_held_at_most(0, len(toks), self.B, self.window, max(len(toks) - n, 1))
+            assert held <= bound, f'seq {sid}: {held} blocks held, the window of {self.window} bounds it at {bound}'
+            if held < len(self.bm.block_table(sid)): event('a window released blocks')
 
 
 class NoCacheMachine(BlockMachine):
@@ -238,6 +264,8 @@ TestReservationManager = ReservationMachine.TestCase
 TestReservationManager.settings = settings(max_examples=100, stateful_step_count=40, **_fast)
 TestCollidingHash = CollidingHashMachine.TestCase
 TestCollidingHash.settings = settings(max_examples=150, stateful_step_count=40, **_fast)
+TestWindow = WindowMachine.TestCase
+TestWindow.settings = settings(max_examples=300, stateful_step_count=60, **_fast)
 TestTinyPool = TinyPoolMachine.TestCase
 TestTinyPool.settings = settings(max_examples=100, stateful_step_count=40, **_fast)
 

@@ -42,10 +42,11 @@ event = st.one_of(
 @given(trace=st.lists(event, min_size=1, max_size=80), num_blocks=st.integers(2, 24), block_size=st.sampled_from([1, 2, 4, 8]),
        budget=st.integers(1, 32), max_seqs=st.integers(1, 6), policy=st.sampled_from(['fcfs', 'priority']),
        chunked=st.booleans(), caching=st.booleans(),
-       batching=st.sampled_from(['continuous', 'continuous', 'static']))
+       batching=st.sampled_from(['continuous', 'continuous', 'static']), window=st.sampled_from([None, None, 1, 3, 8]))
 def test_random_trace_keeps_invariants_and_drains(trace, num_blocks, block_size, budget, max_seqs, policy,
-                                                  chunked, caching, batching):
-    s = Scheduler(BlockManager(num_blocks, block_size, enable_prefix_caching=caching),
+                                                  chunked, caching, batching, window):
+    "With a window too: a preempted request whose recompute outgrew the pool ends aborted, with its reason"
+    s = Scheduler(BlockManager(num_blocks, block_size, enable_prefix_caching=caching, window=window),
                   EngineConfig(max_num_seqs=max_seqs, max_num_batched_tokens=budget, max_model_len=48, policy=policy,
                                enable_chunked_prefill=chunked, batching=batching))
     t, nid, admitted = 0, 0, []
@@ -72,3 +73,4 @@ def test_random_trace_keeps_invariants_and_drains(trace, num_blocks, block_size,
         step()
     assert not s.has_unfinished, 'starvation or a hang: requests left unfinished'
     assert all(r.finished for r in admitted) and s.bm.num_used_blocks == 0
+    assert all(r.error for r in admitted if r.finish_reason is FinishReason.ABORTED)

@@ -26,8 +26,9 @@ def rejection(req: Request, config: EngineConfig, bm: Allocator) -> str | None:
     if total > config.max_model_len:
         return (f'prompt ({n}) + max_tokens ({req.max_tokens}) = {total} exceeds max_model_len '
                 f'{config.max_model_len}')
-    if bm.blocks_needed(total) > bm.num_blocks:
-        return f'needs {bm.blocks_needed(total)} blocks, the pool has {bm.num_blocks}'
+    guesses = getattr(config.speculative_config, 'num_speculative_tokens', 0)   # a step appends 1 + guesses
+    need = bm.blocks_needed_at_most(n, total, 1 + guesses)      # a window bounds it (chapter 05)
+    if need > bm.num_blocks: return f'needs {need} blocks, the pool has {bm.num_blocks}'
     if req.num_samples > config.max_num_seqs:
         return f'{req.num_samples} samples exceed max_num_seqs {config.max_num_seqs}'
     if not config.enable_chunked_prefill and n > config.max_num_batched_tokens:

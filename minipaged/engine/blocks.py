@@ -61,7 +61,7 @@ class BlockManager(AllocatorBase):
     def cached_blocks(self) -> list[int]: return list(self.cache.evictable)   # in eviction order
     def __repr__(self):
         return (f"BlockManager({self.num_blocks} blocks of {self.block_size}: {self.pool.used} used, "
-                f"{len(self.cache.evictable)} cached, {len(self.pool.free)} free, {len(self._seqs)} sequences)")
+                f"{self.num_cached_blocks} cached, {self.num_free_blocks} free, {len(self._seqs)} sequences)")
 
     # What the pool does: each operation's body is a function below, with its prose and its tests
     def plan_allocation(self, token_ids, salt=None) -> tuple[bool, int]:

@@ -19,6 +19,7 @@ def pool_rows(bm: BlockManager) -> list[dict]:
     holders, tokens = [[] for _ in range(N)], [None] * N
     for sid, s in bm._seqs.items():
         for i, b in enumerate(s.blocks):
+            if b < 0: continue                        # released behind a sliding window (chapter 05)
             holders[b].append(f"{sid}[{i}]")
             if tokens[b] is None: tokens[b] = s.tokens[i * B:(i + 1) * B]
     rows = []

@@ -197,6 +197,10 @@ class StepPlanner:
             need = req.num_samples if not req.output_token_ids else 1
             if seats + need > cfg.max_num_seqs: return AdmissionStop.SEATS
             tokens = req.all_token_ids
+            if bm.blocks_needed(len(tokens)) > bm.num_blocks:   # a preempted one outgrew the pool (a window)
+                self.fail(req, ValueError(f"its recompute of {len(tokens)} tokens after a preemption needs "
+                                          f"{bm.blocks_needed(len(tokens))} blocks, the pool has "
+                                          f"{bm.num_blocks}")); continue
             try: fits, cached = bm.plan_allocation(tokens, req.cache_salt)   # asks; changes nothing
             except Exception as e: self.fail(req, e); continue
             stop = memory_stop(bm, fits, len(tokens), s.watermark_blocks, bool(s.running))

@@ -17,11 +17,12 @@ def update_chunks(bm: Allocator, batch: ScheduledBatch, sampled: dict, now: floa
     """Apply the rows after the decodes and verifications (prefill chunks, admissions): counts, blocks,
     tokens; `finish(req, reason, now)` ends a request"""
     RUNNING, mark_computed, B = Status.RUNNING, bm.mark_computed, bm.block_size
+    windowed = bm.window is not None                               # a window frees blocks as chunks run
     d = batch.num_decode_rows + batch.num_verify_rows
     for req, n in zip(batch.requests[d:], batch.num_new_tokens[d:]):
         if req.status is not RUNNING: continue                     # cancelled while the step ran
         c = req.num_computed_tokens = req.num_computed_tokens + n
-        if c // B != (c - n) // B: mark_computed(req.request_id, c)   # a block filled: it may be cached
+        if c // B != (c - n) // B or windowed: mark_computed(req.request_id, c)   # cache, slide
         out = req.output_token_ids
         if c < len(req.prompt_token_ids) + len(out): continue     # a prefill chunk: no token yet
         tok = sampled[req.request_id]
@@ -79,10 +80,11 @@ def update_decodes(bm: Allocator, batch: ScheduledBatch, sampled: dict, now: flo
     "Apply the decode rows of `batch`: one token each, and it completes the request's KV"
     RUNNING, mark_computed, B = Status.RUNNING, bm.mark_computed, bm.block_size
     STOP, LENGTH = FinishReason.STOP, FinishReason.LENGTH
+    slide = 0 if bm.window is None else (bm.window - 1) % B      # where a window frees a block (chapter 05)
     for req in batch.requests[:batch.num_decode_rows]:
         if req.status is not RUNNING: continue                   # cancelled while the step ran
         c = req.num_computed_tokens = req.num_computed_tokens + 1
-        if c % B == 0: mark_computed(req.request_id, c)            # a block filled: it may be cached
+        if c % B in (0, slide): mark_computed(req.request_id, c)   # a block filled (cache it), or slid out
         out, tok = req.output_token_ids, sampled[req.request_id]
         out.append(tok); req.token_times.append(now)
         if len(out) == 1: req.first_token_time = now             # a prompt whose last token ran as a decode
