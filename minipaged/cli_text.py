@@ -31,8 +31,8 @@ def _sampling_from_flags(a, defaults: dict | None = None):
     except ValueError as x: raise _flag_error(x, SAMPLING_FLAGS) from None
 
 # %% ../nbs/90_cli.ipynb #84dd9e17
-ENGINE_FLAGS = ('dtype', 'block_size', 'num_blocks', 'max_model_len', 'max_num_seqs', 'device',
-                'tensor_parallel_size')         # the engine settings that make sense for one prompt
+ENGINE_FLAGS = ('dtype', 'kv_cache_dtype', 'block_size', 'num_blocks', 'max_model_len', 'max_num_seqs',
+                'device', 'tensor_parallel_size')         # the engine settings that make sense for one prompt
 
 def _engine_from_flags(a):
     "The `LLM` of MODEL with the engine flags given; no checkpoint there, or no tokenizer: an error"

@@ -11,6 +11,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 import torch
 from .accounting.budget import shard_shape
+from .attention.kv_format import check_kv_storable, kv_cache_dtype_name, QUANTISED_KV
 from .engine.blocks import BlockManager, CacheKeyContext
 from .engine.config import EngineConfig
 from .engine.core import EngineCore
@@ -24,6 +25,7 @@ from .engine.sizing import engine_backend, MemoryPlan
 from .model.causal_lm import CausalLM
 from .model.config import ModelConfig
 from .model.loading import check_model_arg, check_tokenizer_arg, load_for_serving
+from .model.ops import TORCH_OPS
 from .model.tokenizer import chat_prompt, chat_prompts
 
 # %% auto #0
@@ -84,15 +86,17 @@ def check_device(cfg: EngineConfig) -> None:
         raise ValueError(f"device {cfg.device!r}: CUDA is not available on this machine")
 
 # %% ../nbs/08_engine.ipynb #4afa678b
-def make_allocator(cfg: EngineConfig, shape, model_id: str, model_version: str):
-    "The pool's allocator: chapter 05's block manager (keyed for the prefix cache) or 05b's reservations"
+def make_allocator(cfg: EngineConfig, shape, model_id: str, model_version: str, window: int | None = None):
+    """The pool's allocator: chapter 05's block manager (keyed for the prefix cache; freeing what a sliding
+    `window` read by every layer left behind) or 05b's reservations"""
     B, n, tp = cfg.block_size, cfg.num_blocks, cfg.tensor_parallel_size
     if cfg.allocator != 'paged':
         return ReservationManager(n, B, max_model_len=cfg.max_model_len, record_fresh=True)
     layout = f'paged[{B}]x{shape.num_kv_heads}x{shape.head_dim}' + (f'/tp{tp}' if tp > 1 else '')
     ctx = CacheKeyContext(model_id=model_id, model_version=model_version, kv_dtype=shape.kv_dtype,
                           kv_layout=layout)
-    return BlockManager(n, B, enable_prefix_caching=cfg.enable_prefix_caching, context=ctx, record_fresh=True)
+    return BlockManager(n, B, enable_prefix_caching=cfg.enable_prefix_caching, context=ctx, record_fresh=True,
+                        window=window)
 
 # %% ../nbs/08_engine.ipynb #1e4a9a12
 def load_ranks(model, cfg: EngineConfig, tokenizer):
@@ -125,7 +129,11 @@ def make_runner(model, cfg: EngineConfig, backend, shape) -> ModelRunner:
     fused = torch.device(cfg.device).type == 'cuda' and backend.name == 'triton'
     ops = None                                       # the model's own: chapter 07a's plain-torch steps
     if fused: from minipaged.fast.fused import TRITON_OPS as ops     # chapter 14's kernels: this runner's
-    capture = fused and not cfg.enforce_eager and not model.dynamic_rope   # dynamic RoPE: a host read
+    quantised = shape is not None and shape.kv_dtype in QUANTISED_KV       # 8-bit pages (chapter 03c)
+    # 14's fused write does not quantise; 07a's does, and reads back which rows to skip: no graph captures it
+    if fused and quantised: ops = replace(ops, name='triton+torch', rope_and_cache=TORCH_OPS.rope_and_cache)
+    # dynamic RoPE: a host read too
+    capture = fused and not quantised and not cfg.enforce_eager and not model.dynamic_rope
     return GraphRunner(*args, cfg.max_num_seqs, cfg.max_model_len, shape, ops, capture=capture)
 
 # %% ../nbs/08_engine.ipynb #041b29bc
@@ -142,16 +150,20 @@ class LLM:
         if self.workers is not None: weakref.finalize(self, self.workers.shutdown)   # collected: they stop
         try:                               # a failure from here on stops the workers load_ranks started
             self.model, self.tokenizer, self.model_id = loaded.model, loaded.tokenizer, loaded.name
-            self.model_version, self.config = loaded.version, loaded.model.config
+            dtype = str(next(self.model.parameters()).dtype).removeprefix('torch.')
+            # the model as served: its KV pages in kv_cache_dtype's format (chapter 03c), which sizes the pool
+            kv = replace(loaded.model.config.shape, kv_dtype=kv_cache_dtype_name(cfg.kv_cache_dtype, dtype))
+            self.model_version, self.config = loaded.version, replace(loaded.model.config, shape=kv)
             # what this process holds of each layer: all of it, or one rank's share (chapter 00a)
             self.rank_shape = shard_shape(self.config.shape, cfg.tensor_parallel_size)
             self.backend = engine_backend(cfg.attention_backend, self.device)     # chapter 08a
+            check_kv_storable(kv.kv_dtype, self.device, self.backend.name)
             plan = MemoryPlan(self.config.shape, self.backend, self.device, guesses, draft, model=self.model)
-            dtype = str(next(self.model.parameters()).dtype).removeprefix('torch.')
             cfg = self.engine_config = plan.resolve(cfg, self.config.max_position_embeddings, dtype)
             self.memory = plan
             plan.check_fits(cfg)
-            self.block_manager = make_allocator(cfg, self.config.shape, self.model_id, self.model_version)
+            self.block_manager = make_allocator(cfg, self.config.shape, self.model_id, self.model_version,
+                                                self.config.kv_window)
             self.scheduler = Scheduler(self.block_manager, cfg)
             self.runner = make_runner(self.model, cfg, self.backend, self.rank_shape)
             executor = self.runner if self.workers is None else self.workers.attach(self.runner, cfg)

@@ -229,6 +229,7 @@ def test_generate_stop_chat_n_and_logprobs(text_ckpt):
                                        (('--top-p', '2'), '--top-p must be'), (('--n', '0'), '--n must be'),
                                        (('--stop', ''), '--stop must be'), (('--logprobs', '-1'), '--logprobs must be'),
                                        (('--dtype', 'float7'), 'dtype'), (('--block-size', '-4'), '--block-size'),
+                                       (('--kv-cache-dtype', 'fp4'), "--kv-cache-dtype must be one of auto, fp8, int8, got 'fp4'"),
                                        (('--max-tokens', 'many'), "invalid int value: 'many'"),
                                        (('--max-tokens', '100000'), 'exceeds the model context')])
 def test_generate_bad_flags_are_one_line(text_ckpt, extra, msg):

@@ -13,10 +13,11 @@ import torch
 from ..utils import check_bool, check_int, check_number
 from ..accounting.budget import canonical_dtype
 from ..attention.backend import BACKENDS
+from ..attention.kv_format import KV_CACHE_DTYPES
 
 # %% ../../nbs/08_engine.ipynb #a2cb5210
 CHOICES = dict(attention_backend=BACKENDS, policy=('fcfs', 'priority'), allocator=('paged', 'reserved'),
-               batching=('continuous', 'static'))
+               batching=('continuous', 'static'), kv_cache_dtype=KV_CACHE_DTYPES)
 COMPUTE_DTYPES = ('float32', 'float16', 'bfloat16')
 
 def _compute_dtype(dtype) -> str | None:
@@ -66,6 +67,9 @@ class EngineConfig:
         'help': "'auto': CUDA where present, else the CPU; or any torch device ('cuda:1' too)"})
     dtype: str | None = field(default=None, metadata={
         'help': "of the weights and activations (default: the model's own)"})
+    kv_cache_dtype: str = field(default='auto', metadata={
+        'help': "of the KV pages: 'auto' (the model's dtype), 'fp8' (float8 e4m3) or 'int8', each with a "
+                "float32 scale per token and KV head (chapter 03c)"})
     memory_bytes: int | None = field(default=None, metadata={
         'help': "the budget's memory (default: gpu_memory_utilization of a GPU; a CPU's: 256 MiB of KV)"})
     gpu_memory_utilization: float = field(default=0.9, metadata={

@@ -68,17 +68,19 @@ def batch_metadata(pos: list, slots: list, tables: list, ctx: list, cu: list, de
 
 # %% ../../nbs/08a_runner_and_sampler.ipynb #a55ddcf2
 def zero_blocks(kv_caches: list, blocks: list[int], device) -> None:
-    "Zero blocks `blocks` in every layer's K and V cache"
+    "Zero blocks `blocks` in every tensor of every layer's cache entry: K, V (and a quantised cache's scales)"
     if not blocks: return
     idx = torch.tensor(blocks, device=device)
-    for k, v in kv_caches: k.index_fill_(0, idx, 0); v.index_fill_(0, idx, 0)
+    for layer in kv_caches:
+        for t in layer: t[idx] = 0                 # index_put: float8 has no index_fill on a CPU
 
 # %% ../../nbs/08a_runner_and_sampler.ipynb #a603dd6c
 def copy_blocks(kv_caches: list, copies: list, device) -> None:
-    "Run copy-on-write copies (src, dst) on every layer's K and V cache"
+    "Run copy-on-write copies (src, dst) on every tensor of every layer's cache entry"
     src = torch.tensor([s for s, _ in copies], device=device)
     dst = torch.tensor([d for _, d in copies], device=device)
-    for k, v in kv_caches: k[dst] = k[src]; v[dst] = v[src]
+    for layer in kv_caches:
+        for t in layer: t[dst] = t[src]
 
 # %% ../../nbs/08a_runner_and_sampler.ipynb #359ae7c9
 class ModelRunner:

@@ -13,6 +13,7 @@ from dataclasses import replace
 import torch
 from ..accounting.budget import capacity, gpu_memory, pool_block_cap, shard_shape, weight_bytes
 from ..attention.backend import select_attention_backend
+from ..attention.kv_format import kv_cache_dtype_name
 from .config import EngineConfig
 from .runner import batch_metadata
 from ..model.causal_lm import allocate_model_cache
@@ -52,7 +53,9 @@ def largest_step(model, cfg: EngineConfig, device) -> tuple:
     tables = [list(range(b, b + cdiv(n, B))) for b, n in zip(first, lens)]
     meta = batch_metadata([p for n in lens for p in range(n)], slots, tables, lens,
                           [0, *itertools.accumulate(lens)], device)
-    caches = allocate_model_cache(model.config, first[-1], B, device=device)
+    kv = kv_cache_dtype_name(cfg.kv_cache_dtype, cfg.dtype or model.config.shape.dtype)    # pages as served
+    served = replace(model.config, shape=replace(model.config.shape, kv_dtype=kv))
+    caches = allocate_model_cache(served, first[-1], B, device=device)
     return torch.zeros(T, dtype=torch.int64, device=device), meta, caches, list(range(S))
 
 # %% ../../nbs/08a_runner_and_sampler.ipynb #7242d60f

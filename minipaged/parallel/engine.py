@@ -9,12 +9,14 @@ __all__ = ['LOAD', 'START_TIMEOUT_S', 'rank_device', 'worker_main', 'left_error'
 
 # %% ../../nbs/13_tensor_parallel.ipynb #7bbb5af8
 import contextlib, datetime, os, shutil, signal, tempfile, threading, time
+from dataclasses import replace
 from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from ..accounting.sharding import shard_shape
 from ..attention.backend import select_attention_backend
+from ..attention.kv_format import kv_cache_dtype_name
 from ..model.checkpoint import checkpoint_config, save_model
 from ..engine.runner import ModelRunner
 from ..model.loading import Loaded, load_for_serving, model_version, text_tokenizer
@@ -30,11 +32,11 @@ def rank_device(device, rank: int) -> torch.device:
 
 # %% ../../nbs/13_tensor_parallel.ipynb #44b9f321
 def _allocate(model, tp: int, sizes: dict, device) -> ModelRunner:
-    "A rank's `ModelRunner`: its KV cache (its heads, rank 0's blocks), its backend bounded as rank 0's"
+    "A rank's `ModelRunner`: its KV cache (its heads, rank 0's blocks and KV dtype), its backend as rank 0's"
     backend = select_attention_backend(sizes['backend'], device, clean_pages=True)
     if backend.workspace is not None: backend.workspace.max_rows = sizes['max_rows']
-    return ModelRunner(model, sizes['num_blocks'], sizes['block_size'], backend, device,
-                       shard_shape(model.config.shape, tp))
+    shape = replace(shard_shape(model.config.shape, tp), kv_dtype=sizes['kv_dtype'])    # None: the model's
+    return ModelRunner(model, sizes['num_blocks'], sizes['block_size'], backend, device, shape)
 
 # %% ../../nbs/13_tensor_parallel.ipynb #32a42e79
 def _serve(group: TPGroup, model, device) -> None:
@@ -149,7 +151,8 @@ class Workers:
         "Every worker allocates its KV cache (rank 0's blocks) and attention backend; wait for all"
         ws = backend.workspace
         sizes = dict(num_blocks=cfg.num_blocks, block_size=cfg.block_size, backend=backend.name,
-                     max_rows=None if ws is None else ws.max_rows)
+                     max_rows=None if ws is None else ws.max_rows,
+                     kv_dtype=kv_cache_dtype_name(cfg.kv_cache_dtype, cfg.dtype))
         # the workers may still be loading their shares: the first message waits as long as a load may
         self._call(('cache', sizes), lambda: self.group.gather(torch.ones(1)), LOAD)
 
@@ -160,10 +163,9 @@ class Workers:
         return self
 
     def gather_kv(self, layer: int, kv_caches: list) -> list[tuple]:
-        "Layer `layer`'s (K, V) cache on every rank, rank 0's (`kv_caches`, this process's) first"
-        def local():
-            k, v = (self.group.gather(t) for t in kv_caches[layer])
-            return list(zip(k, v))
+        """Layer `layer`'s cache entry on every rank, rank 0's (`kv_caches`, this process's) first: (K, V),
+        and a quantised cache's scales after them"""
+        local = lambda: list(zip(*(self.group.gather(t) for t in kv_caches[layer])))
         return self._call(('kv', layer), local)
 
     def wait_up(self) -> None:

@@ -53,11 +53,12 @@ def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
 def gather(self, x: torch.Tensor) -> list[torch.Tensor] | None:
     "Every rank's `x` (all of one shape), in rank order, on rank 0; None on the others"
     x = x.contiguous()
+    wire = x.view(torch.uint8) if x.element_size() == 1 else x        # gloo has no float8: its bytes travel
     opts = dist.GatherOptions()
     opts.rootRank = 0
-    out = [[torch.empty_like(x) for _ in range(self.size)]] if self.rank == 0 else []
-    self.collective.gather(out, [x], opts).wait()
-    return out[0] if self.rank == 0 else None
+    out = [[torch.empty_like(wire) for _ in range(self.size)]] if self.rank == 0 else []
+    self.collective.gather(out, [wire], opts).wait()
+    return [t.view(x.dtype) for t in out[0]] if self.rank == 0 else None
 
 # %% ../../nbs/13_tensor_parallel.ipynb #73df14b3
 @patch_to(TPGroup)
