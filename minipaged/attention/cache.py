@@ -127,7 +127,7 @@ def _check_new_kv(k, v, k_cache: torch.Tensor) -> None:
         if not isinstance(x, torch.Tensor) or x.dim() != 3 or tuple(x.shape[1:]) != (H, d):
             raise ValueError(f"{name} must have shape [num_tokens, {H}, {d}] to match the cache, got "
                              f"{list(getattr(x, 'shape', []))}")
-        if x.dtype != k_cache.dtype and not (is_quantised(k_cache) and x.dtype in FLOAT_DTYPES):
+        if x.dtype not in (FLOAT_DTYPES if is_quantised(k_cache) else (k_cache.dtype,)):
             raise ValueError(f"{name} dtype {x.dtype} does not match the cache dtype {k_cache.dtype}"
                              + (" (8-bit codes: any float dtype)" if is_quantised(k_cache) else ""))
         if x.device != k_cache.device:
@@ -261,7 +261,7 @@ def _check_q(q, k_cache: torch.Tensor) -> None:
     if not isinstance(q, torch.Tensor) or q.dim() != 3:
         raise ValueError("q must be a 3-D tensor [num_tokens, num_q_heads, head_dim], got "
                          f"{getattr(q, 'shape', type(q))}")
-    if q.dtype != k_cache.dtype and not (is_quantised(k_cache) and q.dtype in FLOAT_DTYPES):
+    if q.dtype not in (FLOAT_DTYPES if is_quantised(k_cache) else (k_cache.dtype,)):
         raise ValueError(f"q dtype {q.dtype} does not match the cache dtype {k_cache.dtype}"
                          + (" (8-bit codes: any float dtype)" if is_quantised(k_cache) else ""))
     if q.device != k_cache.device:

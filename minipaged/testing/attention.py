@@ -5,14 +5,15 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['DECODE_CASES', 'PREFILL_CASES', 'CASES', 'TOLERANCE', 'QUICK_CASES', 'PagedBatch', 'random_paged_batch', 'AttentionCase', 'around_pages', 'case_batch', 'case_calls', 'extreme_logit_bound', 'contract_error', 'check_output', 'within_tolerance', 'check_case', 'check_refusal', 'check_attention_backend', 'contract_table', 'quick_cases', 'random_cases']
+__all__ = ['DECODE_CASES', 'PREFILL_CASES', 'CASES', 'TOLERANCE', 'WINDOW_CASES', 'FP8', 'INT8', 'QUANT_CASES', 'ALL_CASES', 'QUICK_CASES', 'PagedBatch', 'random_paged_batch', 'AttentionCase', 'around_pages', 'case_batch', 'free_window_pages', 'case_calls', 'extreme_logit_bound', 'contract_error', 'check_output', 'within_tolerance', 'check_case', 'check_refusal', 'check_attention_backend', 'contract_table', 'quick_cases', 'random_cases']
 
 # %% ../../nbs/92_attention_contract.ipynb #imp27159
 import random
 from dataclasses import dataclass
 import torch
 from ..utils import cdiv, format_rows
-from ..attention.cache import allocate_kv_cache
+from ..attention.cache import allocate_kv_cache, slots_for, write_kv
+from ..attention.kv_format import dequantize_kv, quantize_kv, window_start
 from ..attention.reference import reference_attention
 from ..attention.error_bound import attention_error_bound
 
@@ -29,6 +30,8 @@ class PagedBatch:
     cu_seqlens_q: torch.Tensor
     keys: list
     values: list
+    k_scale: torch.Tensor | None = None      # an 8-bit cache's scales, float32 [num_blocks, block_size, Hkv]
+    v_scale: torch.Tensor | None = None
 
 # %% ../../nbs/92_attention_contract.ipynb #99a9a360
 def _sharers(lens: list[int], block_size: int, share_first_block: bool = True) -> list[int]:
@@ -63,12 +66,26 @@ def _write_tokens(k_cache: torch.Tensor, v_cache: torch.Tensor, rows: list, keys
         for p in range(k.shape[0]):
             k_cache[rows[i][p // B], p % B], v_cache[rows[i][p // B], p % B] = k[p], v[p]
 
+# %% ../../nbs/92_attention_contract.ipynb #94de9336
+def _quantised(shape, rows: list, keys: list, values: list, storage: torch.dtype) -> tuple:
+    """`(k_cache, v_cache, k_scale, v_scale, keys, values)`: codes written by `write_kv` (NaN scales where no
+    token went) and the dense truth, the same codes dequantised in float64"""
+    (num_blocks, B, H, d), nan = shape, float('nan')
+    k_cache, v_cache = allocate_kv_cache(num_blocks, B, H, d, storage)
+    k_scale, v_scale = (torch.full((num_blocks, B, H), nan) for _ in 'kv')
+    for row, k, v in zip(rows, keys, values):
+        slots = slots_for(torch.tensor(row), torch.arange(len(k)), B)
+        write_kv(k_cache, v_cache, k, v, slots, k_scale=k_scale, v_scale=v_scale)
+    truth = lambda xs: [dequantize_kv(*quantize_kv(x, storage), torch.float64) for x in xs]
+    return k_cache, v_cache, k_scale, v_scale, truth(keys), truth(values)
+
 # %% ../../nbs/92_attention_contract.ipynb #683a62e2
 def random_paged_batch(context_lens, q_lens, block_size: int, num_q_heads: int, num_kv_heads: int,
                        head_dim: int, dtype: torch.dtype = torch.float32, seed: int = 0,
-                       share_first_block: bool = True, spare_blocks: int = 3, device='cpu') -> PagedBatch:
+                       share_first_block: bool = True, spare_blocks: int = 3, device='cpu',
+                       kv_dtype: torch.dtype | None = None) -> PagedBatch:
     """A random NaN-poisoned paged batch: shuffled blocks, a shared first block, garbage padding, its dense
-    truth"""
+    truth; `kv_dtype` (float8_e4m3fn, int8): a cache of 8-bit codes and scales, written by `write_kv`"""
     gen = torch.Generator().manual_seed(seed)
     lens, q_lens = list(map(int, context_lens)), list(map(int, q_lens))
     if len(lens) != len(q_lens) or any(not 1 <= n <= c for n, c in zip(q_lens, lens)):
@@ -85,10 +102,14 @@ def random_paged_batch(context_lens, q_lens, block_size: int, num_q_heads: int, 
     k_cache, v_cache = allocate_kv_cache(num_blocks, block_size, num_kv_heads, head_dim, dtype,
                                          fill=float('nan'))
     _write_tokens(k_cache, v_cache, rows, keys, values)
+    scales = (None, None)
+    if kv_dtype is not None:
+        k_cache, v_cache, *scales, keys, values = _quantised(k_cache.shape, rows, keys, values, kv_dtype)
     q, cu = rand(sum(q_lens), num_q_heads, head_dim), torch.tensor([0] + q_lens).cumsum(0).to(torch.int32)
-    to = lambda x: x.to(device)
+    to = lambda x: None if x is None else x.to(device)
     return PagedBatch(to(q), to(k_cache), to(v_cache), to(_garbage_tables(rows, num_blocks)),
-                      to(torch.tensor(lens)), to(cu), [to(k) for k in keys], [to(v) for v in values])
+                      to(torch.tensor(lens)), to(cu), [to(k) for k in keys], [to(v) for v in values],
+                      *map(to, scales))
 
 # %% ../../nbs/92_attention_contract.ipynb #ad6609df
 @dataclass(frozen=True)
@@ -107,6 +128,9 @@ class AttentionCase:
     share_first_block: bool = True
     refused: str | None = None    # the ValueError every backend must raise instead (a context of 0 tokens)
     seed: int = 0
+    window: int | None = None     # a sliding window: key k is visible from p when p - window < k <= p
+    free_pages: bool = True       # with a window: the pages wholly before it are -1 (freed) in the table
+    kv_dtype: torch.dtype | None = None    # an 8-bit cache (float8_e4m3fn, int8) with its scales
 
     @property
     def gqa(self) -> int: return self.num_q_heads // self.num_kv_heads
@@ -174,21 +198,33 @@ def case_batch(case: AttentionCase, device='cpu') -> PagedBatch:
     lens = [max(1, n) for n in case.context_lens]
     b = random_paged_batch(lens, case.q_lens or [1] * len(lens), case.block_size, case.num_q_heads,
                            case.num_kv_heads, case.head_dim, case.dtype, case.seed, case.share_first_block,
-                           device=device)
+                           device=device, kv_dtype=case.kv_dtype)
     if case.logit_scale != 1: b.q = (b.q.double() * case.logit_scale).to(case.dtype)
+    if case.window is not None and case.free_pages and not case.refused:
+        b.block_tables = free_window_pages(b, case.window)
     if case.refused: b.context_lens = torch.tensor(case.context_lens, device=b.context_lens.device)
     return b
+
+# %% ../../nbs/92_attention_contract.ipynb #28814a79
+def free_window_pages(batch: PagedBatch, window: int) -> torch.Tensor:
+    "The batch's table with each page wholly before its sequence's first key in the `window` freed (-1)"
+    q_lens, lens = batch.cu_seqlens_q.diff().long(), batch.context_lens.long()
+    first = window_start(lens, q_lens, window) // batch.k_cache.shape[1]
+    cols = torch.arange(batch.block_tables.shape[1], device=first.device)[None, :]
+    return batch.block_tables.masked_fill(cols < first[:, None], -1)
 
 # %% ../../nbs/92_attention_contract.ipynb #df66ebfc
 def case_calls(case: AttentionCase, batch: PagedBatch, decode_fn, prefill_fn) -> dict:
     "The calls a case makes of a backend, by name; a decode case goes through prefill too"
     b, calls = batch, {}
+    kw = {} if case.window is None else dict(window=case.window)       # only what the case uses: older
+    if b.k_scale is not None: kw.update(k_scale=b.k_scale, v_scale=b.v_scale)      # backends run the rest
     if case.q_lens is None and decode_fn is not None:
         calls['decode'] = lambda: decode_fn(b.q, b.k_cache, b.v_cache, b.block_tables, b.context_lens,
-                                            case.scale)
+                                            case.scale, **kw)
     if prefill_fn is not None:
         calls['prefill'] = lambda: prefill_fn(b.q, b.k_cache, b.v_cache, b.block_tables, b.cu_seqlens_q,
-                                              b.context_lens, case.scale)
+                                              b.context_lens, case.scale, **kw)
     return calls
 
 # %% ../../nbs/92_attention_contract.ipynb #0030a883
@@ -234,7 +270,7 @@ def check_case(case: AttentionCase, decode_fn, prefill_fn, device='cpu', plain=N
     if case.refused: return check_refusal(case, b, decode_fn, prefill_fn)
     extreme, dtype = case.logit_scale != 1, str(case.dtype)[6:]
     tol = extreme_logit_bound(b, case.scale) if extreme else TOLERANCE[case.dtype]
-    oracle = reference_attention(b.q, b.keys, b.values, b.cu_seqlens_q, case.scale)       # float64, dense
+    oracle = reference_attention(b.q, b.keys, b.values, b.cu_seqlens_q, case.scale, window=case.window)
     plain_calls, rows = case_calls(case, b, *plain) if plain else {}, []
     for call, fn in case_calls(case, b, decode_fn, prefill_fn).items():
         where, out = f"attention contract, case {case.name!r} ({call}, {dtype})", fn()
@@ -260,8 +296,9 @@ def check_refusal(case: AttentionCase, batch: PagedBatch, decode_fn, prefill_fn)
             rows.append(dict(case=case.name, call=call, dtype=str(case.dtype)[6:], error='refused',
                              tolerance='-'))
             continue
-        raise AssertionError(f"{where}: context_lens {list(case.context_lens)} accepted, want a ValueError "
-                             f"{case.refused!r}")
+        window = '' if case.window is None else f" window {case.window}"
+        raise AssertionError(f"{where}: context_lens {list(case.context_lens)}{window} accepted, want a "
+                             f"ValueError {case.refused!r}")
     return rows
 
 # %% ../../nbs/92_attention_contract.ipynb #33486d2f
@@ -277,12 +314,58 @@ def contract_table(rows: list[dict]) -> str:
     return format_rows([{k: f"{v:.1e}" if isinstance(v, float) else v for k in cols for v in [r.get(k, '-')]}
                         for r in rows])
 
+# %% ../../nbs/92_attention_contract.ipynb #6e28b58d
+WINDOW_CASES = (
+    AttentionCase('window-5-pages-of-8', around_pages(8, 37), block_size=8, window=5),
+    AttentionCase('window-wider-than-context', around_pages(16, 37), window=64),
+    AttentionCase('window-1', around_pages(8, 20), block_size=8, window=1),
+    AttentionCase('window-of-a-page', around_pages(8, 40), block_size=8, window=8),
+    AttentionCase('window-kept-pages', around_pages(8, 37), block_size=8, window=9, free_pages=False),
+    AttentionCase('window-3-page-of-1-gqa-4', (1, 2, 5, 37), block_size=1, num_q_heads=8, window=3),
+    AttentionCase('window-float16-d64', around_pages(16, 70), num_q_heads=8, head_dim=64, dtype=torch.float16,
+                  window=20),
+    AttentionCase('window-bfloat16-gqa-3', (1, 23, 24, 49, 70), block_size=24, num_q_heads=6, head_dim=24,
+                  dtype=torch.bfloat16, window=30),
+    AttentionCase('window-float64', around_pages(16, 37), dtype=torch.float64, window=17),
+    AttentionCase('prefill-window-crossing', (20, 40, 50, 70), (20, 12, 9, 33), block_size=4, window=16),
+    AttentionCase('prefill-window-1', (7, 19, 24, 50), (7, 4, 1, 20), block_size=8, window=1),
+    AttentionCase('prefill-window-wider', (7, 35, 48), (7, 16, 1), window=100),
+    AttentionCase('prefill-window-page-of-1-gqa-8', (1, 2, 5, 37), (1, 2, 3, 20), block_size=1,
+                  num_q_heads=8, num_kv_heads=1, window=6),
+    AttentionCase('prefill-window-float16', (1, 16, 49, 70), (1, 16, 3, 20), num_q_heads=8, head_dim=64,
+                  dtype=torch.float16, window=24),
+    AttentionCase('window-0', (5, 9), window=0,
+                  refused='window must be None (full attention) or a positive integer'),
+)
+
+# %% ../../nbs/92_attention_contract.ipynb #6df1e5cb
+FP8, INT8 = torch.float8_e4m3fn, torch.int8
+QUANT_CASES = (
+    AttentionCase('fp8-pages-of-16', around_pages(16, 37), kv_dtype=FP8),
+    AttentionCase('int8-pages-of-16', around_pages(16, 37), kv_dtype=INT8),
+    AttentionCase('fp8-bfloat16-gqa-4-d128', around_pages(16), num_q_heads=8, head_dim=128,
+                  dtype=torch.bfloat16, kv_dtype=FP8),
+    AttentionCase('int8-float16-page-of-1', (1, 2, 3, 70), block_size=1, num_q_heads=8, head_dim=64,
+                  dtype=torch.float16, kv_dtype=INT8),
+    AttentionCase('fp8-window-5', around_pages(8, 37), block_size=8, window=5, kv_dtype=FP8),
+    AttentionCase('prefill-fp8', (7, 35, 48, 70), (7, 16, 1, 45), num_q_heads=8, kv_dtype=FP8),
+    AttentionCase('prefill-int8-gqa-3-pages-of-24', (7, 51, 72, 70), (7, 24, 1, 45), block_size=24,
+                  num_q_heads=6, head_dim=24, kv_dtype=INT8),
+    AttentionCase('prefill-int8-window-bfloat16', (20, 40, 50), (20, 12, 9), block_size=4, window=16,
+                  dtype=torch.bfloat16, kv_dtype=INT8),
+)
+ALL_CASES = CASES + WINDOW_CASES + QUANT_CASES
+
 # %% ../../nbs/92_attention_contract.ipynb #74fa6bf9
 QUICK_CASES = ('pages-of-16', 'mha-pages-of-8', 'gqa-3-pages-of-24-d24', 'gqa-4-d128', 'gqa-5-d8',
                'gqa-8-pages-of-32', 'page-of-1-gqa-7', 'scale-1', 'extreme-logits', 'extreme-logits-float16',
                'float16', 'bfloat16-page-of-1', 'empty-context', 'fresh-prompts', 'prefix-at-page-boundaries',
                'prefill-gqa-3-pages-of-24-d24', 'prefill-gqa-8-page-of-1', 'long-extend',
-               'prefill-extreme-logits', 'prefill-float16', 'prefill-empty-context')
+               'prefill-extreme-logits', 'prefill-float16', 'prefill-empty-context',
+               # windows and 8-bit pages (WINDOW_CASES, QUANT_CASES: pass them as `cases`)
+               'window-5-pages-of-8', 'window-1', 'window-kept-pages', 'window-3-page-of-1-gqa-4',
+               'prefill-window-crossing', 'prefill-window-float16', 'window-0', 'fp8-pages-of-16',
+               'int8-float16-page-of-1', 'fp8-window-5', 'prefill-int8-window-bfloat16')
 
 def quick_cases(dtypes=(torch.float32, torch.float16, torch.bfloat16), cases=CASES) -> tuple:
     "The cases for a slow backend (Triton's interpreter): those named in `QUICK_CASES`, in `dtypes`"
