@@ -10,8 +10,8 @@ import torch
 
 # %% auto #0
 __all__ = ['KV_CACHE_DTYPES', 'QUANTISED_KV', 'SCALE_DTYPE', 'SCALE_BYTES', 'kv_cache_dtype_name', 'kv_storage_dtype',
-           'is_quantised', 'quantize_kv', 'dequantize_kv', 'allocate_kv_scales', 'check_kv_storable', 'check_window',
-           'window_start']
+           'is_quantised', 'encode_kv', 'quantize_kv', 'dequantize_kv', 'allocate_kv_scales', 'check_kv_storable',
+           'check_window', 'window_start']
 
 # %% ../../nbs/03c_kv_formats.ipynb #cc22ac16
 KV_CACHE_DTYPES = ('auto', 'fp8', 'int8')
@@ -42,16 +42,21 @@ def _largest_code(storage: torch.dtype) -> float:
         if d == storage: return q
     raise ValueError(f"storage must be one of {[str(d) for d, _ in QUANTISED_KV.values()]}, got {storage}")
 
+def encode_kv(x: torch.Tensor, scale: torch.Tensor, storage: torch.dtype) -> torch.Tensor:
+    "The codes of `x / scale` in `storage` dtype (`scale` broadcast against `x`), clamped to the largest code"
+    qmax = _largest_code(storage)
+    y = (x.float() / scale).clamp(-qmax, qmax)
+    return (y.round() if storage == torch.int8 else y).to(storage)
+
 def quantize_kv(x: torch.Tensor, storage: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """`x [..., head_dim]` as 8-bit codes of `storage` dtype and one float32 scale per vector `[...]`:
     `x ≈ codes * scale`"""
-    qmax = _largest_code(storage)
     amax = x.detach().float().abs().amax(-1)
-    scale = torch.where(amax > 0, amax / qmax, torch.ones_like(amax))
-    y = (x.float() / scale[..., None]).clamp(-qmax, qmax)
-    return (y.round() if storage == torch.int8 else y).to(storage), scale
+    scale = torch.where(amax > 0, amax / _largest_code(storage), torch.ones_like(amax))
+    return encode_kv(x, scale[..., None], storage), scale
 
-def dequantize_kv(codes: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def dequantize_kv(codes: torch.Tensor, scale: torch.Tensor,
+                  dtype: torch.dtype = torch.float32) -> torch.Tensor:
     "The values `codes * scale` (codes `[..., head_dim]`, scale `[...]`) in `dtype`"
     return (codes.to(torch.float32) * scale[..., None]).to(dtype)
 
@@ -65,7 +70,7 @@ def allocate_kv_scales(num_blocks: int, block_size: int, num_kv_heads: int,
 
 # %% ../../nbs/03c_kv_formats.ipynb #8be9c9a4
 def check_kv_storable(name: str, device, backend: str = 'torch') -> None:
-    "Refuse a KV dtype that `device` (with attention `backend`) cannot store and read back; the error names it"
+    "Refuse a KV dtype that `device` (with attention `backend`) cannot store and read back; names the setting"
     if name not in QUANTISED_KV: return
     label = {'float8_e4m3': 'fp8', 'int8': 'int8'}[name]
     device = torch.device(device)
@@ -75,8 +80,9 @@ def check_kv_storable(name: str, device, backend: str = 'torch') -> None:
     if label == 'fp8' and backend == 'triton' and device.type == 'cuda':
         cc = torch.cuda.get_device_capability(device)
         if cc < (8, 9):
-            raise ValueError(f"kv_cache_dtype 'fp8' cannot be read by the Triton kernels on {device} (compute "
-                             f"capability {cc[0]}.{cc[1]}; float8 e4m3 needs 8.9 or newer): use 'int8' or 'auto'")
+            raise ValueError(f"kv_cache_dtype 'fp8' cannot be read by the Triton kernels on {device} "
+                             f"(compute capability {cc[0]}.{cc[1]}; float8 e4m3 needs 8.9 or newer): "
+                             "use 'int8' or 'auto'")
 
 # %% ../../nbs/03c_kv_formats.ipynb #7471a379
 def check_window(window) -> int | None:
