@@ -5,7 +5,8 @@ from minipaged.utils import check_positive
 def tokens_that_fit(shape: ModelShape, kv_bytes_available: int) -> int:
     "The most tokens whose keys and values fit in `kv_bytes_available` bytes"
     # A token costs `shape.kv_bytes_per_token`, which is computed in the shape's *KV* dtype (`kv_dtype`), not
-    # the weights' `dtype`: an fp8 cache next to bf16 weights holds twice the tokens. Whole tokens only, so
+    # the weights' `dtype`: an fp8 cache next to bf16 weights holds nearly twice the tokens (its scales
+    # take 4 bytes per head beside the codes). Whole tokens only, so
     # integer division rounds down.
     return kv_bytes_available // shape.kv_bytes_per_token
 

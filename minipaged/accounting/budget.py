@@ -8,22 +8,25 @@ Docs: https://minipaged.github.io/minipaged/kv_budget.html.md"""
 from __future__ import annotations
 import math
 from dataclasses import dataclass
-from .shape import (
+from minipaged.accounting.shape import (
     canonical_dtype, DTYPE_ALIASES, DTYPE_BYTES, dtype_bytes, kv_bytes, kv_bytes_per_token, ModelShape,
-    param_count, preset, PRESET_CONFIGS, shape_from_hf_config, weight_bytes)
+    pages_held, param_count, preset, PRESET_CONFIGS, SCALE_BYTES, SCALED_DTYPES, shape_from_hf_config,
+    weight_bytes)
 from .sharding import all_reduce_bytes, shard_shape
 from ..utils import cdiv, check_count, check_number, check_positive, fmt_bytes, MiB
 # the shape's names, and chapter 13's shape of one rank, stay importable from here, where later chapters
 # import them
 _all_ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes',
          'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count', 'weight_bytes',
-         'shape_from_hf_config', 'preset', 'shard_shape', 'all_reduce_bytes']
+         'shape_from_hf_config', 'preset', 'shard_shape', 'all_reduce_bytes', 'SCALE_BYTES', 'SCALED_DTYPES',
+         'pages_held']
 
 # %% auto #0
 __all__ = ['MEASURABLE', 'prefill_activation_bytes', 'MemoryBudget', 'memory_budget', 'CapacityEstimate', 'capacity',
            'gpu_memory', 'pool_block_cap', 'DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype',
            'dtype_bytes', 'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count', 'weight_bytes',
-           'shape_from_hf_config', 'preset', 'shard_shape', 'all_reduce_bytes']
+           'shape_from_hf_config', 'preset', 'shard_shape', 'all_reduce_bytes', 'SCALE_BYTES', 'SCALED_DTYPES',
+           'pages_held']
 
 # %% ../../nbs/00a_kv_budget.ipynb #b3f34606
 def prefill_activation_bytes(shape: ModelShape, num_tokens: int, num_seqs: int = 1) -> int:
@@ -62,21 +65,23 @@ class MemoryBudget:
         return '\n'.join(lines)
 
 # %% ../../nbs/00a_kv_budget.ipynb #1fc09b27
-def _budget_terms(shape, lengths, block_size, max_num_batched_tokens, max_len, workspace_bytes) -> dict:
+def _budget_terms(shape, lengths, block_size, max_num_batched_tokens, max_len, workspace_bytes,
+                  window=None) -> dict:
     "The terms of `memory_budget` before headroom, in bytes"
     S, T = len(lengths), min(max_num_batched_tokens, sum(lengths))
-    return dict(weights=weight_bytes(shape), kv_cache=kv_bytes(shape, lengths, block_size),
+    return dict(weights=weight_bytes(shape), kv_cache=kv_bytes(shape, lengths, block_size, window),
                 prefill_activations=prefill_activation_bytes(shape, T, min(S, T)), workspace=workspace_bytes,
                 block_tables=S * cdiv(max_len, check_positive('block_size', block_size)) * 4)
 
 # %% ../../nbs/00a_kv_budget.ipynb #1171479f
-def _budget_notes(shape, lengths, block_size, max_num_batched_tokens, max_len, headroom_frac) -> dict:
+def _budget_notes(shape, lengths, block_size, max_num_batched_tokens, max_len, headroom_frac,
+                  window=None) -> dict:
     "How each term of `memory_budget` was computed, in words"
     S, T = len(lengths), min(max_num_batched_tokens, sum(lengths))
     return dict(
         weights=f"{param_count(shape):,} params x {dtype_bytes(shape.dtype)} B ({shape.dtype})",
         kv_cache=f"{S} requests, {sum(lengths):,} tokens in pages of {block_size}, "
-        f"{shape.kv_bytes_per_token:,} B/token",
+        + (f"a window of {window:,}, " if window else '') + f"{shape.kv_bytes_per_token:,} B/token",
         prefill_activations=f"one step of {T:,} tokens",
         workspace='declared allowance',
         block_tables=f"{S} rows x {cdiv(max_len, block_size)} int32 entries",
@@ -92,17 +97,18 @@ def _with_headroom(terms: dict[str, int], headroom_frac: float) -> dict[str, int
 # %% ../../nbs/00a_kv_budget.ipynb #7dd23737
 def memory_budget(shape: ModelShape, lengths, block_size: int = 16, max_num_batched_tokens: int = 2048,
                   max_model_len: int | None = None, workspace_bytes: int = 256 * MiB,
-                  headroom_frac: float = 0.10) -> MemoryBudget:
-    "Every term of the memory a served `shape` needs for live requests of `lengths` retained tokens"
+                  headroom_frac: float = 0.10, window: int | None = None) -> MemoryBudget:
+    """Every term of the memory a served `shape` needs for live requests of `lengths` retained tokens (each
+    holding at most its sliding `window`'s pages)"""
     lengths = [check_positive('length', n) for n in lengths]
     if not lengths: raise ValueError("lengths must hold at least one request")
     if not 0 <= headroom_frac < 1: raise ValueError(f"headroom_frac must be in [0, 1), got {headroom_frac}")
     if workspace_bytes < 0: raise ValueError(f"workspace_bytes must be >= 0, got {workspace_bytes}")
     max_len = check_positive('max_model_len', max_model_len or max(lengths))
     if max(lengths) > max_len: raise ValueError(f"a length {max(lengths)} exceeds max_model_len {max_len}")
-    terms = _budget_terms(shape, lengths, block_size, max_num_batched_tokens, max_len, workspace_bytes)
-    notes = _budget_notes(shape, lengths, block_size, max_num_batched_tokens, max_len, headroom_frac)
-    return MemoryBudget(_with_headroom(terms, headroom_frac), notes)
+    args = (shape, lengths, block_size, max_num_batched_tokens, max_len)
+    terms = _budget_terms(*args, workspace_bytes, window)
+    return MemoryBudget(_with_headroom(terms, headroom_frac), _budget_notes(*args, headroom_frac, window))
 
 # %% ../../nbs/00a_kv_budget.ipynb #e67f868e
 @dataclass
@@ -150,11 +156,11 @@ def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16
              max_num_batched_tokens: int = 2048, max_model_len: int | None = None,
              workspace_bytes: int = 256 * MiB, headroom_frac: float = 0.10, speculative_tokens: int = 0,
              draft: ModelShape | None = None, tensor_parallel_size: int = 1,
-             measured: dict | None = None) -> CapacityEstimate:
+             measured: dict | None = None, window: int | None = None) -> CapacityEstimate:
     """Concurrent requests whose retained lengths follow the declared sample `lengths` that fit in
     `memory_bytes` (with `speculative_tokens` guesses each, a `draft` model's weights and KV: chapter 11;
     on each of `tensor_parallel_size` devices of that memory: chapter 13's per-rank budget; `measured` terms
-    replace their estimates)"""
+    replace their estimates; each request holding at most a sliding `window`'s pages)"""
     lengths = [check_positive('length', n) for n in lengths]
     if not lengths: raise ValueError("lengths must hold at least one value of the declared distribution")
     check_positive('memory_bytes', memory_bytes); check_positive('block_size', block_size)
@@ -168,8 +174,9 @@ def capacity(shape: ModelShape, memory_bytes: int, lengths, block_size: int = 16
     pool = memory_bytes - sum(fixed.values())
     if pool <= 0: raise ValueError(f"memory_bytes {memory_bytes:,} does not cover the fixed terms "
                                    f"({sum(fixed.values()):,} bytes): no room for KV")
-    kv = lambda ns: sum(kv_bytes(s, ns, block_size) for s in (shape, draft) if s is not None) / len(ns)
-    per_req, spec = kv(lengths), kv([n + k for n in lengths]) - kv(lengths)
+    shapes = [s for s in (shape, draft) if s is not None]    # a draft's KV sits in the target's blocks
+    kv = lambda ns, step=1: sum(kv_bytes(s, ns, block_size, window, step) for s in shapes) / len(ns)
+    per_req, spec = kv(lengths), kv([n + k for n in lengths], 1 + k) - kv(lengths)
     table = cdiv(max_len, block_size) * 4
     excludes = tuple(x for x in MemoryBudget.excludes if tp == 1 or 'tensor parallel' not in x)
     return CapacityEstimate(memory_bytes, fixed, pool, per_req, table, int(pool // (per_req + spec + table)),

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes', 'kv_bytes_per_token', 'ModelShape', 'kv_bytes', 'param_count', 'weight_bytes', 'shape_from_hf_config', 'preset']
+__all__ = ['DTYPE_BYTES', 'DTYPE_ALIASES', 'SCALED_DTYPES', 'SCALE_BYTES', 'PRESET_CONFIGS', 'canonical_dtype', 'dtype_bytes', 'kv_bytes_per_token', 'ModelShape', 'pages_held', 'kv_bytes', 'param_count', 'weight_bytes', 'shape_from_hf_config', 'preset']
 
 # %% ../../nbs/00a_kv_budget.ipynb #e4e700c8
 import json
@@ -19,6 +19,8 @@ DTYPE_BYTES = {'float64': 8, 'float32': 4, 'float16': 2, 'bfloat16': 2, 'float8_
 DTYPE_ALIASES = {'double': 'float64', 'fp32': 'float32', 'float': 'float32', 'fp16': 'float16',
                  'half': 'float16', 'bf16': 'bfloat16', 'fp8': 'float8_e4m3', 'torch.float32': 'float32',
                  'torch.float16': 'float16', 'torch.bfloat16': 'bfloat16'}
+SCALED_DTYPES = ('float8_e4m3', 'float8_e5m2', 'int8')  # 8-bit KV formats: codes, and a scale beside them
+SCALE_BYTES = 4          # one float32 scale per (token, KV head), for K and again for V
 
 # %% ../../nbs/00a_kv_budget.ipynb #4c726b45
 def canonical_dtype(dtype: str, arg: str = 'dtype') -> str:
@@ -37,10 +39,12 @@ def dtype_bytes(dtype: str, arg: str = 'dtype') -> int:
 
 # %% ../../nbs/00a_kv_budget.ipynb #7462c7e0
 def kv_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int, dtype: str = 'bfloat16') -> int:
-    "Bytes of keys and values that one retained token holds: `2 * L * H_kv * d * b`"
+    "Bytes of keys and values that one retained token holds: `2 * L * H_kv * (d * b + s)`, `s` an 8-bit scale"
     for k, v in dict(num_layers=num_layers, num_kv_heads=num_kv_heads, head_dim=head_dim).items():
         check_positive(k, v)
-    return 2 * num_layers * num_kv_heads * head_dim * dtype_bytes(dtype, 'kv dtype')
+    name = canonical_dtype(dtype, 'kv dtype')
+    scale = SCALE_BYTES if name in SCALED_DTYPES else 0
+    return 2 * num_layers * num_kv_heads * (head_dim * DTYPE_BYTES[name] + scale)
 
 # %% ../../nbs/00a_kv_budget.ipynb #b3e37524
 @dataclass(frozen=True)
@@ -88,11 +92,21 @@ class ModelShape:
         return kv_bytes_per_token(self.num_layers, self.num_kv_heads, self.head_dim, self.kv_dtype)
 
 # %% ../../nbs/00a_kv_budget.ipynb #731b5cb4
-def kv_bytes(shape: ModelShape, lengths, block_size: int = 1) -> int:
-    "KV bytes that requests of `lengths` retained tokens hold, each rounded up to pages of `block_size` slots"
+def pages_held(length: int, block_size: int, window: int | None = None, step_tokens: int = 1) -> int:
+    """The most pages a sequence of `length` tokens holds: all of them, or with a sliding `window` those of
+    the window's older keys and a step's `step_tokens` new ones (chapter 05's bound, the prompt aside)"""
+    pages = cdiv(check_positive('length', length), check_positive('block_size', block_size))
+    if window is None: return pages
+    held = cdiv(check_positive('window', window) - 2 + check_positive('step_tokens', step_tokens), block_size)
+    return min(pages, held + 1)
+
+def kv_bytes(shape: ModelShape, lengths, block_size: int = 1, window: int | None = None,
+             step_tokens: int = 1) -> int:
+    """KV bytes that requests of `lengths` retained tokens hold, each rounded up to pages of `block_size`
+    slots (and with a sliding `window`, capped at the pages it keeps)"""
     check_positive('block_size', block_size)
-    slots = sum(block_size * cdiv(check_positive('length', n), block_size) for n in lengths)
-    return slots * shape.kv_bytes_per_token
+    pages = sum(pages_held(n, block_size, window, step_tokens) for n in lengths)
+    return pages * block_size * shape.kv_bytes_per_token
 
 # %% ../../nbs/00a_kv_budget.ipynb #19781c1b
 def _attention_params(shape: ModelShape) -> int:
