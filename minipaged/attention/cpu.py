@@ -10,8 +10,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from ..utils import cdiv, check_positive
-from .cache import (check_block_tables, check_kv_cache, check_query, check_query_lens,
-                                       check_scale)
+from .cache import (check_block_tables, check_kv_cache, check_kv_scales, check_query,
+                                       check_query_lens, check_scale)
+from .kv_format import window_start
 from .reference import causal_allowed, query_layout
 
 # %% auto #0
@@ -20,11 +21,14 @@ __all__ = ['BUCKETS', 'context_blocks', 'padding_rows', 'gather_pages', 'length_
            'largest_group', 'gather_rows_bound']
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #62b09a86
-def context_blocks(block_tables: torch.Tensor, context_lens: torch.Tensor, block_size: int) -> torch.Tensor:
-    "Block ids `[num_seqs, max_pages]` of every sequence's pages; columns past its last page repeat that page"
+def context_blocks(block_tables: torch.Tensor, context_lens: torch.Tensor, block_size: int,
+                   first_page: torch.Tensor | None = None) -> torch.Tensor:
+    """Block ids `[num_seqs, pages]` of every sequence's pages from its `first_page` (default 0) on; columns
+    past its last page repeat that page"""
     used = (context_lens + block_size - 1) // block_size
-    cols = torch.arange(int(used.max()), device=context_lens.device)
-    return torch.gather(block_tables.long(), 1, torch.minimum(cols[None, :], (used - 1)[:, None]))
+    first = torch.zeros_like(used) if first_page is None else first_page
+    cols = first[:, None] + torch.arange(int((used - first).max()), device=context_lens.device)[None, :]
+    return torch.gather(block_tables.long(), 1, torch.minimum(cols, (used - 1)[:, None]))
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #d9d1a109
 def padding_rows(context_lens: torch.Tensor, length: int) -> torch.Tensor:
@@ -33,17 +37,23 @@ def padding_rows(context_lens: torch.Tensor, length: int) -> torch.Tensor:
     return past.view(-1).nonzero().view(-1)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #1a9212e1
+def _gather(cache: torch.Tensor, scale: torch.Tensor | None, flat: torch.Tensor, out: torch.Tensor):
+    "Whole pages `flat` of one cache into `out`; 8-bit codes dequantised by their scales on the way"
+    if scale is None: return torch.index_select(cache, 0, flat, out=out)
+    out.copy_(cache.index_select(0, flat))                 # the codes, one byte each, to the attention dtype
+    return out.mul_(scale.index_select(0, flat)[..., None])           # times each (token, head)'s scale
+
 def gather_pages(k_cache: torch.Tensor, v_cache: torch.Tensor, blocks: torch.Tensor, padding: torch.Tensor,
-                 workspace: PageWorkspace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                 workspace: PageWorkspace | None = None, *, k_scale: torch.Tensor | None = None,
+                 v_scale: torch.Tensor | None = None, dtype: torch.dtype = torch.float32):
     """Keys and values of whole pages `blocks [num_seqs, pages]`, each `[num_seqs, pages · B, Hkv, d]`, the
-    `padding` rows zeroed"""
+    `padding` rows zeroed; pages of codes come out dequantised, in `dtype`"""
     (S, W), (_, B, H, d) = blocks.shape, k_cache.shape
-    if workspace is None:
-        k, v = k_cache.index_select(0, blocks.reshape(-1)), v_cache.index_select(0, blocks.reshape(-1))
-    else:
-        k, v = (x.view(S * W, B, H, d) for x in workspace.buffers(S * W * B, k_cache))
-        torch.index_select(k_cache, 0, blocks.reshape(-1), out=k)
-        torch.index_select(v_cache, 0, blocks.reshape(-1), out=v)
+    flat, dtype = blocks.reshape(-1), k_cache.dtype if k_scale is None else dtype
+    bufs = (workspace.buffers(S * W * B, k_cache, dtype) if workspace is not None
+            else [k_cache.new_empty(S * W * B, H, d, dtype=dtype) for _ in 'kv'])
+    k, v = (_gather(c, s, flat, x.view(S * W, B, H, d))
+            for c, s, x in zip((k_cache, v_cache), (k_scale, v_scale), bufs))
     k, v = k.view(S * W * B, H, d), v.view(S * W * B, H, d)
     if padding.numel(): k.index_fill_(0, padding, 0); v.index_fill_(0, padding, 0)     # only the padding rows
     return k.view(S, W * B, H, d), v.view(S, W * B, H, d)
@@ -82,6 +92,7 @@ class PagePlan:
     decode: bool
     buckets: list[PageBucket]
     workspace: PageWorkspace | None = None     # where the gathers go (None: fresh tensors)
+    window: int | None = None                  # the sliding window its masks apply (None: full attention)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #b430d6fc
 def _additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -90,20 +101,22 @@ def _additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return mask.masked_fill_(~allowed, float('-inf'))
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #43db72f2
-def _plan_bucket(block_tables, lens, q_lens, starts, idx, B: int, acc, one: bool, decode: bool, no_rows):
-    "One bucket of a plan: its sequences' whole pages, where its query rows go, and its additive mask"
-    b_lens, b_q = (lens, q_lens) if one else (lens[idx], q_lens[idx])
-    blocks = context_blocks(block_tables if one else block_tables[idx], b_lens, B)
-    k_pos = torch.arange(blocks.shape[1] * B, device=lens.device)
+def _plan_bucket(block_tables, per_seq: tuple, idx, B: int, acc, one: bool, decode: bool, no_rows, window):
+    """One bucket of a plan: its sequences' whole pages from their first page in the window, where its query
+    rows go, and its additive mask"""
+    b_lens, b_q, starts, first = per_seq if one else (x[idx] for x in per_seq)
+    blocks = context_blocks(block_tables if one else block_tables[idx], b_lens, B, first)
+    off, L = first * B, blocks.shape[1] * B                  # gathered slot c holds key position off + c
     if decode:                 # one query per sequence, at its last position: rows are the sequences
-        seq, col, max_q, rows = None, None, 1, None if one else idx
-        allowed = (k_pos[None, :] < b_lens[:, None])[:, None, None, :]
+        seq, col, max_q, rows, q_pos = None, None, 1, None if one else idx, (b_lens - 1)[:, None]
     else:
         seq, col, q_pos = query_layout(b_lens, b_q)
-        max_q, rows = q_pos.shape[1], None if one else starts[idx][seq] + col
-        fresh = bool((b_q == b_lens).all())          # no cached prefix: row i is position i, causal is enough
-        allowed = None if fresh else causal_allowed(q_pos, b_lens, k_pos.numel())[:, None]
-    padding = no_rows if no_rows is not None else padding_rows(b_lens, k_pos.numel())
+        max_q, rows = q_pos.shape[1], None if one else starts[seq] + col
+    # no cached prefix and no window within a prompt: row i is position i, SDPA's causal is enough
+    fresh = not decode and bool((b_q == b_lens).all()) and (window is None or int(b_lens.max()) <= window)
+    # the reference's mask over the gathered positions: causal, within the length and the window
+    allowed = None if fresh else causal_allowed(q_pos, b_lens, L, start=off, window=window)[:, None]
+    padding = no_rows if no_rows is not None else padding_rows(b_lens - off, L)
     mask = None if allowed is None else _additive(allowed, acc)
     return PageBucket(rows, seq, col, max_q, blocks, padding, mask)
 
@@ -111,10 +124,10 @@ def _plan_bucket(block_tables, lens, q_lens, starts, idx, B: int, acc, one: bool
 def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor,
                cu_seqlens_q: torch.Tensor | None = None, max_buckets: int | None = None,
                min_size: int | None = None, workspace: PageWorkspace | None = None,
-               clean_pages: bool = False) -> PagePlan:
+               clean_pages: bool = False, *, window: int | None = None) -> PagePlan:
     """Validate a paged call's tables and lengths against `k_cache` (decode if `cu_seqlens_q` is None) and
     plan its buckets; `clean_pages`: the caller keeps NaN and inf out of its pages, so padding rows need no
-    zeroing"""
+    zeroing; `window`: each query sees only its last `window` positions (pages wholly before: never read)"""
     decode = cu_seqlens_q is None
     # decode: fixed cost; prefill: the work
     kind_buckets, kind_min = BUCKETS['decode' if decode else 'prefill']
@@ -122,16 +135,20 @@ def plan_pages(block_tables: torch.Tensor, context_lens, k_cache: torch.Tensor,
     (num_blocks, B), dev = check_kv_cache(k_cache, k_cache)[:2], k_cache.device
     if isinstance(block_tables, torch.Tensor) and block_tables.device != dev:
         raise ValueError(f"block_tables is on {block_tables.device} but the cache is on {dev}")
-    lens = check_block_tables(block_tables, context_lens, num_blocks, B)
+    lens = check_block_tables(block_tables, context_lens, num_blocks, B, window=window)
     q_lens = check_query_lens(cu_seqlens_q, lens, None, dev)
+    if window is not None and not decode:       # earlier new tokens read further back than the last one
+        check_block_tables(block_tables, lens, num_blocks, B, window=window, q_lens=q_lens)
+    first = window_start(lens, q_lens, window) // B             # each sequence's first page in its window
     starts = torch.cumsum(q_lens, 0) - q_lens                              # each sequence's first query row
     acc = torch.float64 if k_cache.dtype == torch.float64 else torch.float32   # the dtype attention runs in
-    groups = length_buckets(lens, max_buckets, min_size)
+    groups = length_buckets(lens - first * B, max_buckets, min_size)        # by the positions each gathers
     no_rows = torch.empty(0, dtype=torch.long, device=dev) if clean_pages else None
     one = len(groups) == 1
-    buckets = [_plan_bucket(block_tables, lens, q_lens, starts, idx, B, acc, one, decode, no_rows)
+    per_seq = (lens, q_lens, starts, first)
+    buckets = [_plan_bucket(block_tables, per_seq, idx, B, acc, one, decode, no_rows, window)
                for idx in groups]
-    return PagePlan(int(q_lens.sum()), num_blocks, B, decode, buckets, workspace)
+    return PagePlan(int(q_lens.sum()), num_blocks, B, decode, buckets, workspace, window)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #f17a6015
 class PageWorkspace:
@@ -139,14 +156,16 @@ class PageWorkspace:
     `max_rows` when that suffices) and kept; serves one model run at a time"""
     def __init__(self, max_rows: int | None = None): self.k = self.v = None; self.max_rows = max_rows
 
-    def buffers(self, rows: int, cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        "Two `[rows, Hkv, d]` buffers in `cache`'s dtype and device (contents undefined)"
-        shape, k = (cache.shape[2], cache.shape[3]), self.k
-        if (k is None or k.shape[0] < rows or k.shape[1:] != shape or k.dtype != cache.dtype
+    def buffers(self, rows: int, cache: torch.Tensor,
+                dtype: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two `[rows, Hkv, d]` buffers on `cache`'s device in `dtype` (default the cache's; pages of 8-bit
+        codes are dequantised into the attention dtype), contents undefined"""
+        shape, k, dtype = (cache.shape[2], cache.shape[3]), self.k, dtype or cache.dtype
+        if (k is None or k.shape[0] < rows or k.shape[1:] != shape or k.dtype != dtype
                 or k.device != cache.device):
             n = max(rows, k.shape[0] * 3 // 2 if k is not None else 0)         # grow by half again
             if self.max_rows is not None: n = max(rows, min(n, self.max_rows))     # but not past the budget
-            self.k, self.v = cache.new_empty(n, *shape), cache.new_empty(n, *shape)
+            self.k, self.v = (cache.new_empty(n, *shape, dtype=dtype) for _ in 'kv')
         return self.k[:rows], self.v[:rows]
 
     def bound(self, max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int, block_size: int):
@@ -154,9 +173,11 @@ class PageWorkspace:
         self.max_rows = gather_rows_bound(max_num_seqs, max_num_batched_tokens, max_model_len, block_size)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #5efbc66b
-def _check_plan(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan) -> int:
-    "The query against the caches (shapes and dtypes) and the plan against both; return head_dim"
+def _check_plan(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan,
+                k_scale=None, v_scale=None) -> int:
+    "The query against the caches and scales (shapes and dtypes) and the plan against both; return head_dim"
     num_blocks, B, _, head_dim = check_query(q, k_cache, v_cache)
+    check_kv_scales(k_scale, v_scale, k_cache)
     if (num_blocks, B) != (plan.num_blocks, plan.block_size):
         raise ValueError(f"the cache has {num_blocks} blocks of {B} slots but the plan was made for "
                          f"{plan.num_blocks} of {plan.block_size}")
@@ -164,6 +185,12 @@ def _check_plan(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, p
         raise ValueError(f"q has {q.shape[0]} rows but the plan has {plan.num_tokens} query tokens"
                          + (": decode takes one query per sequence" if plan.decode else ""))
     return head_dim
+
+def _same_window(plan: PagePlan | None, window: int | None) -> PagePlan | None:
+    "A plan given with a call must have been made for the call's window"
+    if plan is not None and plan.window != window:
+        raise ValueError(f"window {window!r} does not match the plan's window {plan.window!r}")
+    return plan
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #1529ab6f
 def _bucket_grid(q: torch.Tensor, b: PageBucket, decode: bool) -> torch.Tensor:
@@ -175,17 +202,20 @@ def _bucket_grid(q: torch.Tensor, b: PageBucket, decode: bool) -> torch.Tensor:
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #5add2fd6
 def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, plan: PagePlan,
-                         scale: float | None = None) -> torch.Tensor:
+                         scale: float | None = None, *, k_scale: torch.Tensor | None = None,
+                         v_scale: torch.Tensor | None = None) -> torch.Tensor:
     """Attention of the packed queries `q [num_tokens, Hq, d]` over whole pages, as `plan` lays them out, with
-    fused SDPA"""
-    scale = check_scale(scale, _check_plan(q, k_cache, v_cache, plan))
+    fused SDPA; `k_scale`, `v_scale`: the scales of caches that hold 8-bit codes"""
+    scale = check_scale(scale, _check_plan(q, k_cache, v_cache, plan, k_scale, v_scale))
     acc = torch.float64 if q.dtype == torch.float64 else torch.float32
     out = None if plan.buckets[0].rows is None else torch.empty_like(q)
     for b in plan.buckets:
         grid = _bucket_grid(q, b, plan.decode)
-        k, v = gather_pages(k_cache, v_cache, b.blocks, b.padding, plan.workspace)     # right before its call
+        k, v = gather_pages(k_cache, v_cache, b.blocks, b.padding, plan.workspace, k_scale=k_scale,
+                            v_scale=v_scale, dtype=acc)                            # right before its call
+        mask = b.allowed if b.allowed is None or b.allowed.dtype == acc else b.allowed.to(acc)
         o = F.scaled_dot_product_attention(grid.to(acc), k.transpose(1, 2).to(acc), v.transpose(1, 2).to(acc),
-                                           attn_mask=b.allowed, is_causal=b.allowed is None, scale=scale,
+                                           attn_mask=mask, is_causal=mask is None, scale=scale,
                                            enable_gqa=True)                           # [seqs, Hq, max_q, d]
         o = (o[:, :, 0] if plan.decode else o.transpose(1, 2)[b.seq, b.col]).to(q.dtype)
         if out is None: return o
@@ -195,20 +225,25 @@ def sdpa_paged_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #fbee8232
 def sdpa_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                           block_tables: torch.Tensor, context_lens, scale: float | None = None,
-                          plan: PagePlan | None = None) -> torch.Tensor:
+                          plan: PagePlan | None = None, *, window: int | None = None,
+                          k_scale: torch.Tensor | None = None,
+                          v_scale: torch.Tensor | None = None) -> torch.Tensor:
     """`paged_decode_attention`'s contract on whole pages with fused SDPA; pass `plan` (`plan_pages` of the
-    same tables) to skip planning"""
-    return sdpa_paged_attention(q, k_cache, v_cache, plan or plan_pages(block_tables, context_lens, k_cache),
-                                scale)
+    same tables and window) to skip planning"""
+    plan = _same_window(plan, window) or plan_pages(block_tables, context_lens, k_cache, window=window)
+    return sdpa_paged_attention(q, k_cache, v_cache, plan, scale, k_scale=k_scale, v_scale=v_scale)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #04687eda
 def sdpa_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                            block_tables: torch.Tensor, cu_seqlens_q: torch.Tensor, context_lens,
-                           scale: float | None = None, plan: PagePlan | None = None) -> torch.Tensor:
+                           scale: float | None = None, plan: PagePlan | None = None, *,
+                           window: int | None = None, k_scale: torch.Tensor | None = None,
+                           v_scale: torch.Tensor | None = None) -> torch.Tensor:
     """`paged_prefill_attention`'s contract on whole pages with fused SDPA; pass `plan` (`plan_pages` of the
-    same tables) to skip planning"""
-    return sdpa_paged_attention(q, k_cache, v_cache,
-                                plan or plan_pages(block_tables, context_lens, k_cache, cu_seqlens_q), scale)
+    same tables and window) to skip planning"""
+    plan = _same_window(plan, window) or plan_pages(block_tables, context_lens, k_cache, cu_seqlens_q,
+                                                    window=window)
+    return sdpa_paged_attention(q, k_cache, v_cache, plan, scale, k_scale=k_scale, v_scale=v_scale)
 
 # %% ../../nbs/03b_fast_cpu_attention.ipynb #c431742f
 def largest_bucket(num_seqs: int, kind: str = 'decode') -> int:
