@@ -32,7 +32,7 @@ __all__ = ['SUPPORTED_DTYPES', 'CODE_DTYPES', 'LOG2E', 'MAX_SPLITS', 'decode_kv_
 def decode_kv_bytes(context_tokens: int, num_kv_heads: int, head_dim: int, dtype: str = 'bfloat16',
                     reads_per_page: int = 1) -> int:
     """KV bytes one layer's decode attention reads for `context_tokens` cached tokens in all, each page read
-    `reads_per_page` times"""
+    `reads_per_page` times (8-bit pages: their float32 scales too, as chapter 00a counts them)"""
     return (
         check_positive('context_tokens', context_tokens)
         * kv_bytes_per_token(1, num_kv_heads, head_dim, dtype)
