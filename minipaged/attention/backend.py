@@ -38,7 +38,7 @@ class AttentionBackend:
     name: str
     decode: Callable
     prefill: Callable
-    # plan(block_tables, context_lens, k_cache, cu_seqlens_q=None), once per step
+    # plan(block_tables, context_lens, k_cache, cu_seqlens_q=None, window=None), once per step and window
     plan: Callable | None = None
     # the buffers its plans gather into, if any (the engine sizes and budgets them)
     workspace: PageWorkspace | None = None
@@ -62,40 +62,38 @@ def select_attention_backend(name: str = 'auto', device: str | torch.device = 'c
     return AttentionBackend('triton', triton_paged_decode_attention, triton_paged_prefill_attention)
 
 # %% ../../nbs/07a_paged_model.ipynb #37686563
-def _planned(backend: AttentionBackend, bt, cl, k_cache, cu=None) -> dict:
-    "A call's keyword arguments: the backend's plan for these block tables and lengths, if it plans"
-    if backend.plan is None: return {}
-    return dict(plan=backend.plan(bt, cl, k_cache) if cu is None else backend.plan(bt, cl, k_cache, cu))
+def _planned(backend: AttentionBackend, bt, cl, k_cache, cu=None, window: int | None = None) -> dict:
+    "A call's keyword arguments: its `window` (when it slides) and the backend's plan, if it plans"
+    kw = {} if window is None else dict(window=window)
+    if backend.plan is None: return kw
+    return dict(plan=backend.plan(bt, cl, k_cache, *([] if cu is None else [cu]), **kw), **kw)
 
 # %% ../../nbs/07a_paged_model.ipynb #c6b33ed0
-def attention_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache: torch.Tensor) -> list[tuple]:
-    """The step's attention calls, the same for every layer: (function, rows of q, arguments after the caches,
-    keyword arguments)"""
+def attention_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache: torch.Tensor,
+                    window: int | None = None) -> list[tuple]:
+    """The step's attention calls, the same for every layer of one `window` (None: full attention): (function,
+    rows of q, arguments after the caches, keyword arguments)"""
     S, T = meta.context_lens.numel(), meta.positions.numel()
     D = S if meta.is_decode else meta.num_decodes
     calls = []
     if D:
         bt, cl = meta.block_tables, meta.context_lens
         if D < S: bt, cl = bt[:D], cl[:D]
-        calls.append((backend.decode, slice(0, D), (bt, cl), _planned(backend, bt, cl, k_cache)))
+        kw = _planned(backend, bt, cl, k_cache, window=window)
+        calls.append((backend.decode, slice(0, D), (bt, cl), kw))
     if D < S:
         bt, cl, cu = meta.block_tables[D:], meta.context_lens[D:], meta.cu_seqlens_q[D:] - D
-        calls.append((backend.prefill, slice(D, T), (bt, cu, cl), _planned(backend, bt, cl, k_cache, cu)))
+        kw = _planned(backend, bt, cl, k_cache, cu, window)
+        calls.append((backend.prefill, slice(D, T), (bt, cu, cl), kw))
     return calls
 
 # %% ../../nbs/07a_paged_model.ipynb #9e99e2d7
 def last_token_calls(meta: AttentionMetadata, backend: AttentionBackend, k_cache: torch.Tensor,
-                     seqs: torch.Tensor) -> tuple:
+                     seqs: torch.Tensor, window: int | None = None) -> tuple:
     """The rows of the last new token of sequences `seqs`, and the one call that attends for just those tokens
-    (each sees its whole context)"""
+    (each sees its whole context, or the last `window` of it)"""
     rows = meta.cu_seqlens_q.long()[1:][seqs] - 1
     if not len(seqs): return rows, []
     bt, cl = meta.block_tables[seqs], meta.context_lens[seqs]
-    return rows, [
-        (
-            backend.decode,
-            slice(0, len(seqs)),
-            (bt, cl),
-            dict(plan=backend.plan(bt, cl, k_cache)) if backend.plan else {},
-        )
-    ]
+    kw = _planned(backend, bt, cl, k_cache, window=window)
+    return rows, [(backend.decode, slice(0, len(seqs)), (bt, cl), kw)]

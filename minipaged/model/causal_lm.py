@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 from ..accounting.budget import ModelShape
 from ..attention.cache import allocate_kv_cache, check_slot_mapping
+from ..attention.kv_format import allocate_kv_scales, is_quantised, kv_storage_dtype
 from ..attention.backend import (attention_calls, AttentionMetadata, last_token_calls,
                                       select_attention_backend)
 from .config import ModelConfig
@@ -42,18 +43,20 @@ class Attention(nn.Module):
     def forward(self, x, cos, sin, meta: AttentionMetadata, kv_cache, calls: list, rows=None,
                 rope_and_cache=rope_and_cache):
         "Write every token's K/V; attend for every token, or only for `rows` (then `calls` covers just those)"
-        T, (k_cache, v_cache) = x.shape[0], kv_cache
+        T, (k_cache, v_cache, *scales) = x.shape[0], kv_cache
+        # an 8-bit cache: (k, v, k_scale, v_scale); the scales go wherever the cache goes
+        kw = dict(k_scale=scales[0], v_scale=scales[1]) if scales else {}
         k = self.k_proj(x).view(T, self.num_kv_heads, self.head_dim)
         v = self.v_proj(x).view(T, self.num_kv_heads, self.head_dim)
         q = None if rows is not None else self.q_proj(x).view(T, self.num_heads, self.head_dim)
         # the slots: the model checked them once for all layers
-        q, k = rope_and_cache(q, k, v, cos, sin, k_cache, v_cache, meta.slot_mapping)
+        q, k = rope_and_cache(q, k, v, cos, sin, k_cache, v_cache, meta.slot_mapping, **kw)
         if rows is not None:
             x, cos, sin = x[rows], cos[rows], sin[rows]
             q = apply_rope(self.q_proj(x).view(x.shape[0], self.num_heads, self.head_dim), cos, sin)
         n = x.shape[0]
         # decodes, then prefill chunks
-        outs = [fn(q[r], k_cache, v_cache, *args, **kw) for fn, r, args, kw in calls]
+        outs = [fn(q[r], k_cache, v_cache, *args, **call_kw, **kw) for fn, r, args, call_kw in calls]
         # no rows wanted: nothing to attend
         if not outs: return x
         return self.o_proj((outs[0] if len(outs) == 1 else torch.cat(outs)).reshape(n, -1))
@@ -158,17 +161,18 @@ class CausalLM(nn.Module):
         k0, backend = kv_caches[0][0], backend or select_attention_backend('torch')
         last_of = _rows_wanted(meta, last_of, k0.device)
         if check: _check_slots(input_ids, meta, k0)
-        # planned once, used by every layer
-        calls = attention_calls(meta, backend, k0)
+        # planned once per window, used by every layer with that window
+        windows = self.config.layer_windows
+        calls = {w: attention_calls(meta, backend, k0, w) for w in dict.fromkeys(windows)}
         cos, sin = self.rotary(meta.positions, rope_lengths(meta) if self.dynamic_rope else None)
         x = self.model.embed_tokens(input_ids)
-        layers = list(zip(self.model.layers, kv_caches))
-        if last_of is not None: (last, last_kv), layers = layers[-1], layers[:-1]
+        layers = list(zip(self.model.layers, kv_caches, windows))
+        if last_of is not None: (last, last_kv, last_w), layers = layers[-1], layers[:-1]
         residual, ops = None, ops or self.ops
-        for layer, kv in layers: x, residual = layer(x, residual, cos, sin, meta, kv, calls, ops=ops)
+        for layer, kv, w in layers: x, residual = layer(x, residual, cos, sin, meta, kv, calls[w], ops=ops)
         # the last layer: only the rows that will be sampled
         if last_of is not None:
-            rows, last_calls = last_token_calls(meta, backend, k0, last_of)
+            rows, last_calls = last_token_calls(meta, backend, k0, last_of, last_w)
             x, residual = last(x, residual, cos, sin, meta, last_kv, last_calls, rows, ops)
         norm = self.model.norm
         return ops.rms_norm(x, norm.weight, norm.eps, residual)[0]
@@ -192,13 +196,15 @@ def random_model(cfg: ModelConfig, seed: int = 0, std: float = 0.02) -> CausalLM
 def allocate_model_cache(
     cfg: ModelConfig, num_blocks: int, block_size: int, dtype=None, device='cpu'
 ) -> list:
-    "One (k_cache, v_cache) pair per layer, each `[num_blocks, block_size, num_kv_heads, head_dim]`"
+    """One `(k_cache, v_cache)` per layer, each `[num_blocks, block_size, num_kv_heads, head_dim]`; for 8-bit
+    codes (the shape's `kv_dtype` 'float8_e4m3' or 'int8') `(k_cache, v_cache, k_scale, v_scale)`"""
     s = cfg.shape
-    dtype = dtype or getattr(torch, s.kv_dtype)
-    return [
-        allocate_kv_cache(num_blocks, block_size, s.num_kv_heads, s.head_dim, dtype=dtype, device=device)
-        for _ in range(s.num_layers)
-    ]
+    dtype = dtype or kv_storage_dtype(s.kv_dtype)
+    def layer():
+        kv = allocate_kv_cache(num_blocks, block_size, s.num_kv_heads, s.head_dim, dtype=dtype, device=device)
+        if not is_quantised(dtype): return kv
+        return kv + allocate_kv_scales(num_blocks, block_size, s.num_kv_heads, device)
+    return [layer() for _ in range(s.num_layers)]
 
 # %% ../../nbs/07a_paged_model.ipynb #b1e262d2
 def single_sequence_metadata(
@@ -213,24 +219,29 @@ def single_sequence_metadata(
                              cu_seqlens_q=torch.tensor([0, num_new], dtype=torch.int32), max_q_len=num_new)
 
 # %% ../../nbs/07a_paged_model.ipynb #9cc6e1b5
-def _contiguous_attention(a: Attention, h: torch.Tensor, cos, sin, group_size: int) -> torch.Tensor:
-    "Causal self-attention of one whole sequence `h [n, hidden]` with no cache: every K/V recomputed"
+def _contiguous_attention(a: Attention, h: torch.Tensor, cos, sin, group_size: int,
+                          window: int | None = None) -> torch.Tensor:
+    """Causal self-attention of one whole sequence `h [n, hidden]` with no cache: every K/V recomputed; with a
+    `window`, query p sees keys p - window < k <= p"""
     n, d = h.shape[0], a.head_dim
     q = apply_rope(a.q_proj(h).view(n, a.num_heads, d), cos, sin).transpose(0, 1)
     k = apply_rope(a.k_proj(h).view(n, a.num_kv_heads, d), cos, sin).transpose(0, 1)
     v = a.v_proj(h).view(n, a.num_kv_heads, d).transpose(0, 1)
-    o = F.scaled_dot_product_attention(q, k.repeat_interleave(group_size, 0),
-                                       v.repeat_interleave(group_size, 0), is_causal=True)
+    p = torch.arange(n, device=h.device)
+    mask = None if window is None else (p[None] <= p[:, None]) & (p[None] > p[:, None] - window)
+    k, v = k.repeat_interleave(group_size, 0), v.repeat_interleave(group_size, 0)
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=window is None)
     return a.o_proj(o.transpose(0, 1).reshape(n, -1))
 
 # %% ../../nbs/07a_paged_model.ipynb #412b0a42
 @torch.no_grad()
 def contiguous_forward(model: CausalLM, token_ids: torch.Tensor) -> torch.Tensor:
-    "float32 logits `[len, vocab]` of one sequence, computed without any cache (causal SDPA): the reference"
+    """float32 logits `[len, vocab]` of one sequence, computed without any cache (causal SDPA, each layer's
+    window applied): the reference"""
     n, g = token_ids.shape[0], model.config.shape.group_size
     cos, sin = model.rotary(torch.arange(n), torch.full((n,), n))      # one pass: every token at length n
     x = model.model.embed_tokens(token_ids)
-    for layer in model.model.layers:
-        x = x + _contiguous_attention(layer.self_attn, layer.input_layernorm(x), cos, sin, g)
+    for layer, w in zip(model.model.layers, model.config.layer_windows):
+        x = x + _contiguous_attention(layer.self_attn, layer.input_layernorm(x), cos, sin, g, w)
         x = x + layer.mlp(layer.post_attention_layernorm(x))
     return model.compute_logits(model.model.norm(x))

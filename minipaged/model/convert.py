@@ -86,6 +86,17 @@ def _check_rope(get, head_dim: int, arch: str, where) -> None:
     if get('rope.scaling.type', 'none') != 'none':
         raise ValueError(f"{where}: {arch}.rope.scaling.type {get('rope.scaling.type')!r} is not converted")
 
+# %% ../../nbs/07b_real_model.ipynb #w7bwin
+def _window_keys(get, arch: str, model_type: str, where) -> dict:
+    "The `config.json` keys of the file's sliding window (none: `{}`); a per-layer pattern is refused by key"
+    window = get('attention.sliding_window')
+    if window is None: return {}
+    if get('attention.sliding_window_pattern') is not None:
+        raise ValueError(f"{where}: {arch}.attention.sliding_window_pattern is not converted")
+    if model_type == 'llama':           # Mistral is a Llama with a window
+        return dict(architectures=['MistralForCausalLM'], model_type='mistral', sliding_window=int(window))
+    return dict(use_sliding_window=True, sliding_window=int(window), max_window_layers=0)
+
 # %% ../../nbs/07b_real_model.ipynb #8ab8953e
 def hf_config(meta: dict, tensor_names, where='GGUF') -> dict:
     "The config.json of the model a GGUF file describes: its metadata, and what its tensor names say"
@@ -96,6 +107,7 @@ def hf_config(meta: dict, tensor_names, where='GGUF') -> dict:
     head_dim = get('attention.key_length', hidden // heads)
     _check_rope(get, head_dim, arch, where)
     vocab = get('vocab_size', len(meta.get('tokenizer.ggml.tokens') or ()))
+    window = _window_keys(get, arch, a.model_type, where)
     return dict(architectures=[a.hf_class], model_type=a.model_type, hidden_size=hidden,
                 intermediate_size=need('feed_forward_length'), num_hidden_layers=need('block_count'),
                 num_attention_heads=heads, num_key_value_heads=get('attention.head_count_kv', heads),
@@ -105,7 +117,7 @@ def hf_config(meta: dict, tensor_names, where='GGUF') -> dict:
                 tie_word_embeddings='output.weight' not in tensor_names,
                 attention_bias='blk.0.attn_q.bias' in tensor_names, torch_dtype='float32',
                 bos_token_id=meta.get('tokenizer.ggml.bos_token_id'),
-                eos_token_id=meta.get('tokenizer.ggml.eos_token_id'))
+                eos_token_id=meta.get('tokenizer.ggml.eos_token_id')) | window
 
 # %% ../../nbs/07b_real_model.ipynb #7ce26161
 def hf_shapes(config: dict) -> dict[str, tuple]:

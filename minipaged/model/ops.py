@@ -26,12 +26,13 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.
 
 # %% ../../nbs/07a_paged_model.ipynb #fa8b23f5
 def rope_and_cache(q: torch.Tensor | None, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor,
-                   sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                   slots: torch.Tensor) -> tuple:
+                   sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slots: torch.Tensor,
+                   k_scale: torch.Tensor | None = None, v_scale: torch.Tensor | None = None) -> tuple:
     """`q [T, Hq, d]` (or None) and `k [T, Hkv, d]` rotated by `cos, sin [T, d]`; the rotated k and `v`
-    written into the cache at `slots` (int64 `[T]`, checked by the caller; -1: not written). Returns (q, k)"""
+    written into the cache at `slots` (int64 `[T]`, checked by the caller; -1: not written), quantised with
+    a scale per token and head into `k_scale`, `v_scale` when the cache holds 8-bit codes. Returns (q, k)"""
     k = apply_rope(k, cos, sin)
-    write_kv(k_cache, v_cache, k, v, slots, checked=True)
+    write_kv(k_cache, v_cache, k, v, slots, checked=True, k_scale=k_scale, v_scale=v_scale)
     return (None if q is None else apply_rope(q, cos, sin)), k
 
 # %% ../../nbs/07a_paged_model.ipynb #bc6be184
