@@ -8,7 +8,8 @@ Docs: https://minipaged.github.io/minipaged/block_manager_model.html.md"""
 from __future__ import annotations
 import random
 from collections import Counter
-from ..engine.blocks import BlockManager, NoFreeBlocksError
+from ..engine.allocator import blocks_held_at_most
+from ..engine.blocks import BlockManager, NoFreeBlocksError, NO_BLOCK
 from ..engine.pool import CopiesInFlight
 
 # %% auto #0
@@ -21,6 +22,20 @@ class EngineModel:
     def __init__(self, bm):
         self.bm, self.B, self.kv, self.model, self.salts = bm, bm.block_size, {}, {}, {}
         self.awaiting = set()              # children whose deferred fork copies have not arrived yet
+        self.prompts, self.counts = {}, Counter()     # prompt lengths (a window's bound counts them), events
+
+    def first_held(self, n: int) -> int:
+        "The first position a sequence of `n` computed tokens holds: the block of its window's first key"
+        w = getattr(self.bm, 'window', None)
+        return 0 if w is None else max(n - w + 1, 0) // self.B * self.B
+
+    def check_held(self, sid, step_tokens: int = 1):
+        "With a window: `sid` holds no more blocks than chapter 05's bound for steps of `step_tokens`"
+        bm = self.bm
+        if getattr(bm, 'window', None) is None: return
+        held = sum(b != NO_BLOCK for b in bm.block_table(sid))
+        most = blocks_held_at_most(self.prompts[sid], bm.num_tokens(sid), self.B, bm.window, step_tokens)
+        assert held <= most, f'seq {sid} holds {held} blocks, more than its window allows ({most})'
 
     def zero_fresh(self):
         "The engine: zero every block handed out, before any copy or write"
@@ -43,18 +58,21 @@ class EngineModel:
                 'a write into a shared block'
             self.kv[slot] = (self.salts[sid], self.model[sid][p])
         bm.mark_computed(sid, end)
+        self.counts['slid blocks'] += bm.block_table(sid).count(NO_BLOCK) - table.count(NO_BLOCK)
 
     def check(self):
-        """The manager's invariants; every sequence reads back exactly its own K/V, and past it zeros (or a
-        rejected guess's K/V, which lengths keep unread)"""
+        """The manager's invariants; every sequence reads back exactly its own K/V from its first held block,
+        and past it zeros (or a rejected guess's K/V, which lengths keep unread); with a window, the bound"""
         bm, B = self.bm, self.B
         bm.check()
         for sid, toks in self.model.items():
             assert bm.num_tokens(sid) == len(toks)
             if sid in self.awaiting: continue
             n = bm.num_computed(sid)
-            got = [self.kv.get(s) for s in bm.slots(sid, 0, n)]
-            assert got == [(self.salts[sid], t) for t in toks[:n]], 'isolation broken'
+            first = self.first_held(n)             # a window released the blocks before
+            got = [self.kv.get(s) for s in bm.slots(sid, first, n)]
+            assert got == [(self.salts[sid], t) for t in toks[first:n]], 'isolation broken'
+            self.check_held(sid)
             if not bm.defers_fork_copies:  # past its computed tokens a page holds zeros only
                 table = bm.block_table(sid)
                 stale = [q for q in range(n, len(table) * B)
@@ -66,7 +84,7 @@ class RandomOps(EngineModel):
     "Random allocate / append / fork / free on `bm`, against a model of every sequence and of every KV slot"
     def __init__(self, bm, seed: int):
         super().__init__(bm)
-        self.rng, self.counts, self.next_id = random.Random(seed), Counter(), 0
+        self.rng, self.next_id = random.Random(seed), 0
 
     def allocate(self):
         "A prompt on one of three common stems (so prefixes hit), with a salt or none; computed 4 times in 5"
@@ -77,9 +95,10 @@ class RandomOps(EngineModel):
         try: cached = bm.allocate(sid, prompt, salt)
         except (NoFreeBlocksError, ValueError): self.counts['refused'] += 1; return
         self.zero_fresh()
-        self.model[sid], self.salts[sid] = prompt, salt
-        hits = [self.kv.get(s) for s in bm.slots(sid, 0, cached)]
-        assert hits == [(salt, t) for t in prompt[:cached]], 'a prefix hit read wrong KV'
+        self.model[sid], self.salts[sid], self.prompts[sid] = prompt, salt, len(prompt)
+        first = self.first_held(cached)           # hits wholly behind a window went back at once
+        hits = [self.kv.get(s) for s in bm.slots(sid, first, cached)]
+        assert hits == [(salt, t) for t in prompt[first:cached]], 'a prefix hit read wrong KV'
         self.counts['hit tokens'] += cached
         if rng.random() < 0.8: self.write(sid, cached, len(prompt))
         self.next_id += 1
@@ -94,7 +113,8 @@ class RandomOps(EngineModel):
         assert can, 'can_append said no, append succeeded'
         self.run_copies(copies)
         self.counts['copies'] += len(copies); self.awaiting.discard(sid)
-        toks.append(tok); self.write(sid, len(toks) - 1, len(toks))
+        toks.append(tok); self.check_held(sid)              # the step's peak, before a window slides
+        self.write(sid, len(toks) - 1, len(toks))
 
     def fork(self, sid):
         "Fork a fully computed `sid` into a new sequence"
@@ -104,12 +124,14 @@ class RandomOps(EngineModel):
         except NoFreeBlocksError: self.counts['refused'] += 1; return   # the baseline needs a region to fork
         self.zero_fresh()
         self.model[child], self.salts[child] = list(self.model[sid]), self.salts[sid]
+        self.prompts[child] = self.prompts[sid]
         self.counts['forks'] += 1; self.next_id += 1
         if self.bm.defers_fork_copies: self.awaiting.add(child)
 
     def free(self, sid):
         "End `sid`, as a finished or cancelled request"
-        self.bm.free(sid); del self.model[sid]; self.awaiting.discard(sid); self.counts['frees'] += 1
+        self.bm.free(sid); del self.model[sid], self.prompts[sid]
+        self.awaiting.discard(sid); self.counts['frees'] += 1
 
     def speculate(self, sid):
         "Reserve slots for 1-4 guesses after a computed `sid`, write them all, keep a random prefix of them"
@@ -119,7 +141,7 @@ class RandomOps(EngineModel):
         guesses = [self.rng.choice([1, 2, 3]) for _ in range(self.rng.randint(1, 4))]
         try: copies = bm.append(sid, guesses)
         except (NoFreeBlocksError, ValueError): self.counts['refused'] += 1; return
-        self.run_copies(copies)
+        self.run_copies(copies); self.check_held(sid, len(guesses))
         kept = self.rng.randint(0, len(guesses))
         for p, slot in zip(range(n, n + len(guesses)), bm.slots(sid, n, n + len(guesses))):
             self.kv[slot] = (self.salts[sid], guesses[p - n]) if p < n + kept else ('guess', sid)
@@ -128,9 +150,12 @@ class RandomOps(EngineModel):
         self.counts['guesses'] += len(guesses); self.counts['rejected'] += len(guesses) - kept
 
 # %% ../../nbs/93_block_manager_model.ipynb #daa9f2a4
-def random_ops(seed: int, steps: int, num_blocks: int = 16, block_size: int = 4, manager=None) -> dict:
-    "`steps` random operations, with `check()` and the isolation check after every one; the counts of each"
-    r = RandomOps(manager or BlockManager(num_blocks, block_size, record_fresh=True), seed)
+def random_ops(seed: int, steps: int, num_blocks: int = 16, block_size: int = 4, manager=None,
+               window: int | None = None) -> dict:
+    """`steps` random operations, with `check()` and the isolation check after every one (a manager of a
+    sliding `window` read from each sequence's first held block); the counts of each"""
+    bm = manager or BlockManager(num_blocks, block_size, record_fresh=True, window=window)
+    r = RandomOps(bm, seed)
     for _ in range(steps):
         op, live = r.rng.random(), sorted(r.model)
         if op < 0.3 or not live: r.allocate()
