@@ -215,18 +215,18 @@ def _check_table_and_lens(block_tables, context_lens) -> torch.Tensor:
     return lens.long()
 
 # %% ../../nbs/03_paged_attention.ipynb #809cd71b
-def _check_lens_fit(lens: torch.Tensor, num_blocks: int, block_size: int, width: int) -> torch.Tensor:
-    "Each length at least 1, within the cache and within its table row; return the blocks each uses"
+def _check_lens_fit(lens, num_blocks: int, block_size: int, width: int, first_page=None) -> torch.Tensor:
+    "Each length at least 1, its pages from `first_page` on within the cache, all within its table row"
     def first(bad): return int(bad.nonzero()[0, 0])
     if bool((bad := lens < 1).any()):
         raise ValueError(f"context_lens[{first(bad)}] = {int(lens[first(bad)])} must be at least 1")
-    if bool((bad := lens > num_blocks * block_size).any()):
+    held = lens if first_page is None else lens - first_page * block_size     # a window's freed pages: none
+    if bool((bad := held > num_blocks * block_size).any()):
         raise ValueError(f"context_lens[{first(bad)}] = {int(lens[first(bad)])} exceeds the cache's "
                          f"{num_blocks * block_size} slots")
     used = (lens + block_size - 1) // block_size
     if bool((bad := used > width).any()):
-        i = first(bad)
-        raise ValueError(f"context_lens[{i}] = {int(lens[i])} needs {int(used[i])} blocks "
+        raise ValueError(f"context_lens[{(i := first(bad))}] = {int(lens[i])} needs {int(used[i])} blocks "
                          f"but block_tables has {width} columns")
     return used
 
@@ -251,8 +251,9 @@ def check_block_tables(block_tables: torch.Tensor, context_lens, num_blocks: int
     device. With a `window`, pages wholly before the first key of the `q_lens` new tokens (one each by
     default) are not checked: they may be freed (-1)"""
     lens = _check_table_and_lens(block_tables, context_lens)
-    used = _check_lens_fit(lens, num_blocks, block_size, block_tables.shape[1])
-    _check_used_ids(block_tables, used, num_blocks, _first_pages(lens, q_lens, block_size, window))
+    first = _first_pages(lens, q_lens, block_size, window)
+    used = _check_lens_fit(lens, num_blocks, block_size, block_tables.shape[1], first)
+    _check_used_ids(block_tables, used, num_blocks, first)
     return lens
 
 # %% ../../nbs/03_paged_attention.ipynb #74bbd4f9

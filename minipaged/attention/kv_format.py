@@ -7,18 +7,19 @@ Docs: https://minipaged.github.io/minipaged/kv_formats.html.md"""
 # %% ../../nbs/03c_kv_formats.ipynb #aa74074e
 from __future__ import annotations
 import torch
+from ..accounting.shape import SCALE_BYTES
 
 # %% auto #0
-__all__ = ['KV_CACHE_DTYPES', 'QUANTISED_KV', 'SCALE_DTYPE', 'SCALE_BYTES', 'kv_cache_dtype_name', 'kv_storage_dtype',
-           'is_quantised', 'encode_kv', 'quantize_kv', 'dequantize_kv', 'allocate_kv_scales', 'check_kv_storable',
-           'check_window', 'window_start']
+__all__ = ['KV_CACHE_DTYPES', 'QUANTISED_KV', 'SCALE_DTYPE', 'kv_cache_dtype_name', 'kv_storage_dtype', 'is_quantised',
+           'encode_kv', 'quantize_kv', 'dequantize_kv', 'allocate_kv_scales', 'check_kv_storable', 'check_window',
+           'window_start']
 
 # %% ../../nbs/03c_kv_formats.ipynb #cc22ac16
 KV_CACHE_DTYPES = ('auto', 'fp8', 'int8')
 # the 8-bit formats by their canonical name (chapter 00a's dtypes): (torch storage dtype, largest code)
 QUANTISED_KV = {'float8_e4m3': (torch.float8_e4m3fn, 448.0), 'int8': (torch.int8, 127.0)}
-SCALE_DTYPE = torch.float32
-SCALE_BYTES = 4          # one float32 scale per (token, KV head), for K and again for V
+SCALE_DTYPE = torch.float32     # SCALE_BYTES (chapter 00a): its 4 bytes, per (token, KV head), for K and V
+
 
 # %% ../../nbs/03c_kv_formats.ipynb #de804986
 def kv_cache_dtype_name(kv_cache_dtype: str, model_dtype: str) -> str:
