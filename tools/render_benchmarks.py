@@ -264,9 +264,30 @@ def smollm2_cpu(r: dict) -> dict:
                         f"{rows['transformers, one request alone']:.1f} tok/s")
 
 
+def kv_quality(r: dict) -> dict:
+    "An 8-bit KV cache's price: greedy agreement, next-token KL and held-out bits per byte, per model and format"
+    parts = []
+    for name, m in r['models'].items():
+        cells = []
+        for row in m['rows']:
+            if row['format'] == 'auto': continue
+            bpb = f", {row['bits_per_byte']:.4f} bits/byte" if 'bits_per_byte' in row else ''
+            cells.append(f"{row['format']} {row['identical']:.0%} identical (first difference at token "
+                         f"{row['median_first']:.0f}, median), KL {row['kl_mean']:.2g} nats{bpb}")
+        parts.append(f"{name} ({m['prompts']} prompts): " + '; '.join(cells))
+    pylm = r['models'].get('pylm', {})
+    auto = next((x for x in pylm.get('rows', []) if x['format'] == 'auto'), {})
+    return dict(what=f"What an 8-bit KV cache costs (chapter 16): fp8 and int8 pages (a float32 scale per token and "
+                     f"head) against the model's own dtype, {r['new_tokens']} greedy tokens per prompt",
+                result='; '.join(parts),
+                against=f"the same engine with `kv_cache_dtype='auto'`; pylm's auto {auto.get('bits_per_byte', 0):.4f} "
+                        f"bits/byte on {pylm.get('heldout_bytes', 0):,} held-out bytes against its metrics.json "
+                        f"{pylm.get('checkpoint_bits_per_byte', 0):.4f}")
+
+
 SUMMARIES = dict(tensor_parallel=tensor_parallel, http_overhead=http_overhead, http_load=http_load, speculative=speculative, engine_cpu=engine_cpu, trained_model=trained_model, chapter_times=chapter_times, blocks_ops=blocks_ops, scheduler_overhead=scheduler_overhead,
                  soak=soak, attention_cpu=attention_cpu, attention_gpu=attention_gpu,
-                 side_by_side=side_by_side, smollm2_cpu=smollm2_cpu)
+                 side_by_side=side_by_side, smollm2_cpu=smollm2_cpu, kv_quality=kv_quality)
 
 
 def machine_cell(h: dict) -> str:
