@@ -18,7 +18,8 @@ __all__ = ['KV_CACHE_DTYPES', 'QUANTISED_KV', 'SCALE_DTYPE', 'kv_cache_dtype_nam
 KV_CACHE_DTYPES = ('auto', 'fp8', 'int8')
 # the 8-bit formats by their canonical name (chapter 00a's dtypes): (torch storage dtype, largest code)
 QUANTISED_KV = {'float8_e4m3': (torch.float8_e4m3fn, 448.0), 'int8': (torch.int8, 127.0)}
-SCALE_DTYPE = torch.float32     # SCALE_BYTES (chapter 00a): its 4 bytes, per (token, KV head), for K and V
+SCALE_DTYPE = torch.float32
+assert SCALE_DTYPE.itemsize == SCALE_BYTES      # chapter 00a counts its bytes, per (token, head), K and V
 
 
 # %% ../../nbs/03c_kv_formats.ipynb #de804986
@@ -75,15 +76,15 @@ def check_kv_storable(name: str, device, backend: str = 'torch') -> None:
     if name not in QUANTISED_KV: return
     label = {'float8_e4m3': 'fp8', 'int8': 'int8'}[name]
     device = torch.device(device)
-    try: torch.zeros(1, device=device).to(QUANTISED_KV[name][0]).float()
-    except (RuntimeError, TypeError) as e:
-        raise ValueError(f"kv_cache_dtype {label!r} cannot be stored on {device}: {e}") from None
     if label == 'fp8' and backend == 'triton' and device.type == 'cuda':
         cc = torch.cuda.get_device_capability(device)
         if cc < (8, 9):
             raise ValueError(f"kv_cache_dtype 'fp8' cannot be read by the Triton kernels on {device} "
                              f"(compute capability {cc[0]}.{cc[1]}; float8 e4m3 needs 8.9 or newer): "
                              "use 'int8' or 'auto'")
+    try: torch.zeros(1, device=device).to(QUANTISED_KV[name][0]).float()
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"kv_cache_dtype {label!r} cannot be stored on {device}: {e}") from None
 
 # %% ../../nbs/03c_kv_formats.ipynb #7471a379
 def check_window(window) -> int | None:
