@@ -73,7 +73,7 @@ def first_divergence(ref: list[int], other: list[int]) -> int:
     return next((i for i, (a, b) in enumerate(zip(ref, other)) if a != b), min(len(ref), len(other)))
 
 def greedy_agreement(ref: list[list[int]], other: list[list[int]]) -> dict:
-    "Over a prompt set: the share of identical answers, the median and least tokens until the first divergence"
+    "Over a prompt set: the share of identical answers; the median and least tokens to the first divergence"
     firsts = [first_divergence(a, b) for a, b in zip(ref, other, strict=True)]
     return dict(identical=sum(a == b for a, b in zip(ref, other)) / len(ref),
                 median_first=statistics.median(firsts), min_first=min(firsts))
