@@ -11,7 +11,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 import torch
 from .accounting.budget import shard_shape
-from .attention.kv_format import check_kv_storable, kv_cache_dtype_name, QUANTISED_KV
+from .attention.kv_format import check_kv_storable, kv_cache_dtype_name
 from .engine.blocks import BlockManager, CacheKeyContext
 from .engine.config import EngineConfig
 from .engine.core import EngineCore
@@ -25,7 +25,6 @@ from .engine.sizing import engine_backend, MemoryPlan
 from .model.causal_lm import CausalLM
 from .model.config import ModelConfig
 from .model.loading import check_model_arg, check_tokenizer_arg, load_for_serving
-from .model.ops import TORCH_OPS
 from .model.tokenizer import chat_prompt, chat_prompts
 
 # %% auto #0
@@ -122,18 +121,17 @@ def make_speculator(cfg: EngineConfig, runner: ModelRunner):
 # %% ../nbs/08_engine.ipynb #76827559
 def make_runner(model, cfg: EngineConfig, backend, shape) -> ModelRunner:
     """This process's runner: chapter 15's `GraphRunner` (decode steps from static buffers; on a GPU with
-    chapter 14's fused kernels, captured as CUDA graphs unless `enforce_eager`), or a plain one for a rank"""
+    chapter 14's fused kernels, which write 8-bit pages too, captured as CUDA graphs unless `enforce_eager`),
+    or a plain one for a rank"""
     args = (model, cfg.num_blocks, cfg.block_size, backend, cfg.device)
     if cfg.tensor_parallel_size > 1: return ModelRunner(*args, shape)        # graphs across ranks: not yet
     from minipaged.fast.graphs import GraphRunner                          # chapter 15 plugs in here
     fused = torch.device(cfg.device).type == 'cuda' and backend.name == 'triton'
     ops = None                                       # the model's own: chapter 07a's plain-torch steps
     if fused: from minipaged.fast.fused import TRITON_OPS as ops     # chapter 14's kernels: this runner's
-    quantised = shape is not None and shape.kv_dtype in QUANTISED_KV       # 8-bit pages (chapter 03c)
-    # 14's fused write does not quantise; 07a's does, and reads back which rows to skip: no graph captures it
-    if fused and quantised: ops = replace(ops, name='triton+torch', rope_and_cache=TORCH_OPS.rope_and_cache)
-    # dynamic RoPE: a host read too
-    capture = fused and not quantised and not cfg.enforce_eager and not model.dynamic_rope
+    # the fused write skips -1 slots, and quantises an 8-bit cache (chapter 03c), on the device: no host read;
+    # dynamic RoPE reads the host, which no graph captures
+    capture = fused and not cfg.enforce_eager and not model.dynamic_rope
     return GraphRunner(*args, cfg.max_num_seqs, cfg.max_model_len, shape, ops, capture=capture)
 
 # %% ../nbs/08_engine.ipynb #041b29bc

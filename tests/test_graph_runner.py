@@ -4,7 +4,8 @@ The `GraphRunner` pads a decode-only step to the next captured batch size and ru
 replayed as a CUDA graph). On this CPU the same path is called, with the ladder's padding forced on, and must give
 the greedy tokens of the plain `ModelRunner` — under tiny pages, a starved pool that preempts, chunked prefill,
 shared prefixes and n > 1 — and, with chapter 14's fused kernels in Triton's interpreter, the tokens of the
-no-cache reference."""
+no-cache reference; an 8-bit cache written by the fused kernel on the padded path is written where the plain
+write puts it, and gives its tokens."""
 import random
 import pytest
 import torch
@@ -64,3 +65,29 @@ def test_fused_kernels_on_the_padded_path_match_the_reference():
         for _ in range(n): ids.append(int(contiguous_forward(model, torch.tensor(ids))[-1].argmax()))
         return ids[len(prompt):]
     assert [o.outputs[0].token_ids for o in outs] == [reference(p, 4) for p in prompts]
+
+
+@pytest.mark.parametrize('fmt', ['int8', 'fp8'])
+def test_fused_quantised_write_on_the_padded_path_matches_the_plain_write(fmt):
+    """Chapter 14's kernel writes an 8-bit cache on the static path (padding rows: slot -1) where write_kv does:
+    the same tokens, the same slots written, values within a code or two (the fused RMSNorm rounds the layers'
+    inputs differently in float32's last bits; the write itself is held byte for byte in chapter 14)"""
+    from minipaged.fast.fused import TRITON_OPS                      # Triton's interpreter on a CPU
+    from minipaged.model.ops import TORCH_OPS
+    from minipaged.attention.kv_format import dequantize_kv
+    prompts = [[(7 * i + j) % 250 + 3 for j in range(3 + 5 * i)] for i in range(3)]
+    runs = []
+    for ops in (TORCH_OPS, TRITON_OPS):
+        model = random_model(tiny_config(), seed=3, std=0.05)
+        llm = LLM(model, block_size=4, num_blocks=96, max_num_seqs=6, device='cpu', kv_cache_dtype=fmt)
+        model.ops, llm.runner.pad = ops, True
+        outs = llm.generate(prompts, SamplingParams(max_tokens=5, temperature=0.0, ignore_eos=True), use_tqdm=False)
+        llm.block_manager.check()
+        runs.append(([o.outputs[0].token_ids for o in outs], [[t.clone() for t in layer] for layer in llm.kv_caches]))
+    (want, want_cache), (got, got_cache) = runs
+    assert got == want
+    for (*codes, k_scale, v_scale), (*want_codes, want_k_scale, want_v_scale) in zip(got_cache, want_cache):
+        for c, s, wc, ws in zip(codes, (k_scale, v_scale), want_codes, (want_k_scale, want_v_scale)):
+            assert torch.equal(s == 1, ws == 1) and int((s != 1).sum()) > 0      # the same slots written
+            d, wd = dequantize_kv(c, s), dequantize_kv(wc, ws)
+            assert ((d - wd).abs() <= 2 ** -3 * wd.abs() + 2 * ws[..., None]).all()

@@ -131,6 +131,27 @@ def test_the_pool_holds_what_the_formula_with_scales_gives(gqa):
     assert per_token['fp8'] == per_token['int8'] < per_token['auto'] / 2     # head_dim 8: 8 + 4 bytes against 32
 
 
+def test_the_workspace_is_budgeted_as_the_dequantised_buffers_it_grows_to(gqa, fmt):
+    "The CPU path gathers 8-bit pages dequantised, in float32: the budget counts those buffers at their bound"
+    llm = LLM(gqa, block_size=16, memory_bytes=64 * MiB, kv_cache_dtype=fmt)
+    tokens(llm, prompts(), NEW)
+    ws, s = llm.backend.workspace, llm.rank_shape
+    assert ws.k.dtype == ws.v.dtype == torch.float32 and ws.k.shape[1:] == (s.num_kv_heads, s.head_dim)
+    k, v = ws.buffers(ws.max_rows, llm.kv_caches[0][0], torch.float32)       # grown to its bound
+    assert k.shape[0] == ws.max_rows and llm.budget.fixed['workspace'] == k.nbytes + v.nbytes
+
+
+@pytest.mark.parametrize('memory', [16 * MiB, 64 * MiB])
+def test_an_fp8_pool_holds_at_most_the_byte_ratio_more_blocks(gqa, memory):
+    """The same memory: an fp8 pool of a float32 model holds 4d / (d + 4) times the blocks of the 'auto' one
+    (each pool rounded down to whole blocks), as every other term of the budget is the same"""
+    n = {f: LLM(gqa, block_size=16, memory_bytes=memory, kv_cache_dtype=f).engine_config.num_blocks
+         for f in ('auto', 'fp8')}
+    d = LLM(gqa, block_size=16, num_blocks=8).rank_shape.head_dim
+    ratio = 4 * d / (d + 4)
+    assert ratio * n['auto'] - 1 < n['fp8'] < ratio * (n['auto'] + 1), (n, ratio)
+
+
 def test_prefix_caching_on_and_off(gqa, fmt):
     shared = prompts(lens=[40])[0]
     ps, news = [shared + [1, 2], shared + [3], shared[:9]], [12, 12, 8]

@@ -13,7 +13,7 @@ from dataclasses import replace
 import torch
 from ..accounting.budget import capacity, gpu_memory, pool_block_cap, shard_shape, weight_bytes
 from ..attention.backend import select_attention_backend
-from ..attention.kv_format import kv_cache_dtype_name
+from ..attention.kv_format import kv_cache_dtype_name, QUANTISED_KV
 from .config import EngineConfig
 from .runner import batch_metadata
 from ..model.causal_lm import allocate_model_cache
@@ -93,10 +93,14 @@ class MemoryPlan:
             ws.bound(cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.max_model_len, cfg.block_size)
 
     def workspace_bytes(self, cfg: EngineConfig) -> int:
-        "The workspace term: the gather buffers at their bound (K and V of one layer), else 256 MiB on a GPU"
+        """The workspace term: the gather buffers at their bound (K and V of one layer; 8-bit pages are
+        gathered dequantised, in the attention dtype: float64 for a float64 model, else float32), else 256 MiB
+        on a GPU"""
         s, ws = shard_shape(self.shape, cfg.tensor_parallel_size), self.backend.workspace
-        if ws is not None: return ws.max_rows * s.kv_bytes_per_token // s.num_layers
-        return 256 * MiB if self.device.type == 'cuda' else 0
+        if ws is None: return 256 * MiB if self.device.type == 'cuda' else 0
+        if s.kv_dtype not in QUANTISED_KV: return ws.max_rows * s.kv_bytes_per_token // s.num_layers
+        attend = 8 if s.dtype == 'float64' else 4                  # bytes of the attention dtype
+        return ws.max_rows * 2 * s.num_kv_heads * s.head_dim * attend
 
     def estimate(self, cfg: EngineConfig, memory_bytes: int, measured: dict | None = None):
         "Chapter 00a's capacity estimate of `memory_bytes` per rank: rank 0's, which also holds a draft model"

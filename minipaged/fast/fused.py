@@ -13,11 +13,13 @@ import torch
 if not torch.cuda.is_available(): os.environ.setdefault('TRITON_INTERPRET', '1')
 import triton
 import triton.language as tl
+from ..attention.cache import check_kv_scales
+from ..attention.kv_format import QUANTISED_KV
 from ..attention.triton_kernels import _MODE_ADVICE, kernel_mode
 from ..model.ops import ModelOps
 
 # %% auto #0
-__all__ = ['FUSED_DTYPES', 'TRITON_OPS', 'triton_rms_norm', 'triton_silu_mul', 'triton_rope_and_cache']
+__all__ = ['FUSED_DTYPES', 'CODE_DTYPES', 'TRITON_OPS', 'triton_rms_norm', 'triton_silu_mul', 'triton_rope_and_cache']
 
 # %% ../../nbs/14_fused_kernels.ipynb #e43661aa
 @triton.jit
@@ -150,15 +152,43 @@ def _write_slot(cache_ptr, dst, half, lo, hi, mask, HALF_PAD: tl.constexpr):
     tl.store(cache_ptr + dst + offs[None, :], lo, mask=mask)
     tl.store(cache_ptr + dst + half + offs[None, :], hi, mask=mask)
 
+# %% ../../nbs/14_fused_kernels.ipynb #q8grid01
+@triton.jit
+def _on_code_grid(y, INT8: tl.constexpr):
+    """float32 `y` (|y| <= the largest code) rounded to nearest, ties to even, onto int8's integers or e4m3's
+    values (3 mantissa bits, subnormals below 2**-6), its sign kept (-0.0 too): the cast after it is exact"""
+    a = tl.abs(y)
+    if INT8:
+        r = (a + 12582912.0) - 12582912.0     # + 1.5 * 2**23 rounds a float32 below 2**22 to an integer
+    else:
+        e = tl.maximum(((a.to(tl.uint32, bitcast=True) >> 23) & 0xFF).to(tl.int32) - 127, -6)   # binade
+        ulp = ((e + 124) << 23).to(tl.float32, bitcast=True)        # 2**(e - 3): e4m3's spacing there
+        inv = ((130 - e) << 23).to(tl.float32, bitcast=True)        # 1 / ulp, exactly
+        r = ((a * inv + 12582912.0) - 12582912.0) * ulp
+    sign = y.to(tl.uint32, bitcast=True) & 0x80000000
+    return (r.to(tl.uint32, bitcast=True) | sign).to(tl.float32, bitcast=True)
+
+@triton.jit
+def _quantise(lo, hi, QMAX: tl.constexpr, INT8: tl.constexpr):
+    """The halves `[heads, half]` of a token's rows as `quantize_kv` gives them: codes (float32 values on
+    the grid) and one scale per head, `amax / QMAX` (1 for a zero vector)"""
+    amax = tl.maximum(tl.max(tl.abs(lo), axis=1), tl.max(tl.abs(hi), axis=1))
+    scale = tl.where(amax > 0, tl.div_rn(amax, tl.full(amax.shape, QMAX, tl.float32)), 1.0)
+    s = tl.broadcast_to(scale[:, None], lo.shape)
+    lo = _on_code_grid(tl.minimum(tl.maximum(tl.div_rn(lo, s), -QMAX), QMAX), INT8)
+    hi = _on_code_grid(tl.minimum(tl.maximum(tl.div_rn(hi, s), -QMAX), QMAX), INT8)
+    return lo, hi, scale
+
 # %% ../../nbs/14_fused_kernels.ipynb #1377aa58
 @triton.jit
 def _rope_cache_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache_ptr, v_cache_ptr, slots_ptr,
-                       stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_cos,
-                       stride_sin, stride_cb, stride_cs, stride_ch, block_size, num_q_heads, num_kv_heads,
-                       half,
+                       k_scale_ptr, v_scale_ptr, stride_qt, stride_qh, stride_kt, stride_kh, stride_vt,
+                       stride_vh, stride_cos, stride_sin, stride_cb, stride_cs, stride_ch, block_size,
+                       num_q_heads, num_kv_heads, half,
                        HAS_Q: tl.constexpr, Q_HEADS_PAD: tl.constexpr, KV_HEADS_PAD: tl.constexpr,
-                       HALF_PAD: tl.constexpr):
-    "One program per token: rotate its q and k heads in place, then write k and v at its slot unless it is -1"
+                       HALF_PAD: tl.constexpr, QMAX: tl.constexpr, INT8: tl.constexpr):
+    """One program per token: rotate its q and k heads in place, then write k and v at its slot unless it is
+    -1; as 8-bit codes with a scale per head when QMAX (the largest code; 0: no codes) is set"""
     tok, offs = tl.program_id(0), tl.arange(0, HALF_PAD)
     DT = k_ptr.dtype.element_ty                      # q, k and v's dtype: what RoPE rounds to
     live = offs < half
@@ -175,13 +205,21 @@ def _rope_cache_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache_ptr, v_cac
     slot = tl.load(slots_ptr + tok)
     if slot >= 0:                         # -1: a padding row (of a CUDA-graph batch), never written
         dst = (slot // block_size) * stride_cb + (slot % block_size) * stride_cs + kv[:, None] * stride_ch
-        _write_slot(k_cache_ptr, dst, half, k1, k2, kv_mask, HALF_PAD)
         v1, v2 = _halves(v_ptr + tok * stride_vt + kv[:, None] * stride_vh, half, kv_mask, HALF_PAD, DT)
+        if QMAX > 0:                      # 8-bit pages: codes, and each head's scale (contiguous [N, B, H])
+            k1, k2, k_sc = _quantise(k1, k2, QMAX, INT8)
+            v1, v2, v_sc = _quantise(v1, v2, QMAX, INT8)
+            tl.store(k_scale_ptr + slot * num_kv_heads + kv, k_sc, mask=kv < num_kv_heads)
+            tl.store(v_scale_ptr + slot * num_kv_heads + kv, v_sc, mask=kv < num_kv_heads)
+        _write_slot(k_cache_ptr, dst, half, k1, k2, kv_mask, HALF_PAD)
         _write_slot(v_cache_ptr, dst, half, v1, v2, kv_mask, HALF_PAD)
 
 # %% ../../nbs/14_fused_kernels.ipynb #4dd85107
-def _check_rope_inputs(q, k, v, cos, sin, k_cache, v_cache, slots) -> None:
-    "`rope_and_cache`'s arguments: one dtype for q, k, v and the caches, one device, matching shapes"
+CODE_DTYPES = tuple(d for d, _ in QUANTISED_KV.values())        # 8-bit pages (chapter 03c)
+
+def _check_rope_inputs(q, k, v, cos, sin, k_cache, v_cache, slots, k_scale=None, v_scale=None) -> None:
+    """`rope_and_cache`'s arguments: one dtype for q, k, v and the caches (or 8-bit caches with their
+    scales), one device, matching shapes"""
     _check('k', k, (None, None, None), FUSED_DTYPES)
     _check_runnable(k.device)
     (T, H, d), dt, dev = k.shape, (k.dtype,), k.device
@@ -189,25 +227,31 @@ def _check_rope_inputs(q, k, v, cos, sin, k_cache, v_cache, slots) -> None:
     if q is not None: _check('q', q, (T, None, d), dt, dev)
     _check('v', v, (T, H, d), dt, dev)
     for name, t in (('cos', cos), ('sin', sin)): _check(name, t, (T, d), FUSED_DTYPES, dev)
-    _check('k_cache', k_cache, (None, None, H, d), dt, dev)
-    _check('v_cache', v_cache, tuple(k_cache.shape), dt, dev)
+    _check('k_cache', k_cache, (None, None, H, d), dt + CODE_DTYPES, dev)
+    _check('v_cache', v_cache, tuple(k_cache.shape), (k_cache.dtype,), dev)
     if v_cache.stride() != k_cache.stride():
         raise ValueError(f"v_cache must have k_cache's strides {k_cache.stride()}, got {v_cache.stride()}")
+    check_kv_scales(k_scale, v_scale, k_cache)
     _check('slots', slots, (T,), (torch.int64,), dev)
 
 # %% ../../nbs/14_fused_kernels.ipynb #05834134
 def triton_rope_and_cache(q: torch.Tensor | None, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor,
                           sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                          slots: torch.Tensor) -> tuple:
+                          slots: torch.Tensor, k_scale: torch.Tensor | None = None,
+                          v_scale: torch.Tensor | None = None) -> tuple:
     """`rope_and_cache` in one launch: `q` (or None) and `k` rotated in place, the rotated k and `v` written
-    at `slots` (in range, checked by the caller; -1: not written). Returns (q, k), the inputs"""
-    _check_rope_inputs(q, k, v, cos, sin, k_cache, v_cache, slots)
+    at `slots` (in range, checked by the caller; -1: not written), as codes with a scale per token and head
+    into `k_scale`, `v_scale` when the cache holds 8-bit codes. Returns (q, k), the inputs"""
+    _check_rope_inputs(q, k, v, cos, sin, k_cache, v_cache, slots, k_scale, v_scale)
     (T, H, d), qq = k.shape, k if q is None else q          # without q, k stands in for the unread pointer
+    qmax = dict(QUANTISED_KV.values()).get(k_cache.dtype, 0.0)
+    ks, vs = (k, k) if k_scale is None else (k_scale, v_scale)     # unread without codes
     if T: _rope_cache_kernel[(T,)](
-        qq, k, v, cos, sin, k_cache, v_cache, slots, qq.stride(0), qq.stride(1), k.stride(0), k.stride(1),
-        v.stride(0), v.stride(1), cos.stride(0), sin.stride(0), *k_cache.stride()[:3], k_cache.shape[1],
-        qq.shape[1], H, d // 2, HAS_Q=q is not None, Q_HEADS_PAD=triton.next_power_of_2(qq.shape[1]),
-        KV_HEADS_PAD=triton.next_power_of_2(H), HALF_PAD=triton.next_power_of_2(d // 2))
+        qq, k, v, cos, sin, k_cache, v_cache, slots, ks, vs, qq.stride(0), qq.stride(1), k.stride(0),
+        k.stride(1), v.stride(0), v.stride(1), cos.stride(0), sin.stride(0), *k_cache.stride()[:3],
+        k_cache.shape[1], qq.shape[1], H, d // 2, HAS_Q=q is not None,
+        Q_HEADS_PAD=triton.next_power_of_2(qq.shape[1]), KV_HEADS_PAD=triton.next_power_of_2(H),
+        HALF_PAD=triton.next_power_of_2(d // 2), QMAX=qmax, INT8=k_cache.dtype == torch.int8)
     return q, k
 
 # %% ../../nbs/14_fused_kernels.ipynb #493244d7
