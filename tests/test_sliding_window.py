@@ -119,3 +119,17 @@ def test_transformers_applies_the_window(tmp_path_factory):
     full = MistralForCausalLM(hf.config).eval()
     full.load_state_dict(hf.state_dict())
     assert hf_greedy(full, p, 30) != with_window
+
+
+@pytest.mark.parametrize('backend', ['torch', 'sdpa', 'triton'])
+def test_a_context_longer_than_the_pool_is_served_by_every_backend(backend):
+    "With every layer windowed, a request may outgrow the whole pool: each backend checks only the pages it reads"
+    from minipaged.model.config import tiny_config
+    cfg = tiny_config('MistralForCausalLM', sliding_window=8, num_layers=1)
+    params = SamplingParams(max_tokens=40, temperature=0.0, ignore_eos=True)
+    roomy = LLM(cfg, block_size=4, num_blocks=64, attention_backend=backend)
+    want = roomy.generate([[1, 2, 3]], params, use_tqdm=False)[0].outputs[0].token_ids
+    starved = LLM(cfg, block_size=4, num_blocks=6, attention_backend=backend)      # 24 slots for 42 tokens
+    out = starved.generate([[1, 2, 3]], params, use_tqdm=False)[0].outputs[0]
+    assert (out.token_ids, out.finish_reason) == (want, 'length')
+    assert starved.block_manager.metrics()['high_water'] <= 8 // 4 + 1

@@ -333,14 +333,14 @@ def check_paged_inputs(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
                        block_tables: torch.Tensor, context_lens, cu_seqlens_q: torch.Tensor | None = None,
                        scale: float | None = None, *, window: int | None = None, k_scale=None,
                        v_scale=None) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Validate a paged-attention call (decode if `cu_seqlens_q` is None; a sliding `window`; an 8-bit cache's
-    scales); return `(context_lens, q_lens, scale)`"""
+    "Check a paged call (decode if `cu_seqlens_q` is None; a `window`; 8-bit scales): `(lens, q_lens, scale)`"
     num_blocks, block_size, num_kv_heads, head_dim = check_query(q, k_cache, v_cache)
     check_kv_scales(k_scale, v_scale, k_cache)
     if isinstance(block_tables, torch.Tensor) and block_tables.device != q.device:
         raise ValueError(f"block_tables is on {block_tables.device} but q is on {q.device}")
     lens = _check_table_and_lens(block_tables, context_lens)
-    used = _check_lens_fit(lens, num_blocks, block_size, block_tables.shape[1])
+    first = _first_pages(lens, None, block_size, window)      # a window's context may outgrow the pool
+    used = _check_lens_fit(lens, num_blocks, block_size, block_tables.shape[1], first)
     q_lens = check_query_lens(cu_seqlens_q, lens, q.shape[0], q.device)
     _check_used_ids(block_tables, used, num_blocks, _first_pages(lens, q_lens, block_size, window))
     return lens, q_lens, check_scale(scale, head_dim)
