@@ -252,3 +252,20 @@ def test_the_instruct_model_on_a_quantised_cache(smol, fmt):
     alone = [llm.chat(m, greedy(16), use_tqdm=False)[0] for m in msgs]    # the second hits the prefix cache
     assert [o.outputs[0].token_ids for o in outs] == [o.outputs[0].token_ids for o in alone]
     assert all(len(o.outputs[0].token_ids) == 16 and o.outputs[0].text for o in outs)
+
+
+def test_bench_and_serve_take_kv_cache_dtype(tmp_path):
+    "`minipaged bench` and `minipaged serve` offer --kv-cache-dtype (chapter 09c's ENGINE_FLAGS); bench runs on it"
+    import argparse, json
+    from minipaged.bench.cli import run_bench_cli
+    from minipaged.bench.flags import engine_config
+    from minipaged.bench.options import BENCH_ENGINE, ENGINE_FLAGS, add_bench_arguments
+    from minipaged.serve.cli import add_serve_arguments
+    serve = argparse.ArgumentParser(); add_serve_arguments(serve)
+    assert engine_config(serve.parse_args(['pylm', '--kv-cache-dtype', 'fp8']), ENGINE_FLAGS,
+                         BENCH_ENGINE).kv_cache_dtype == 'fp8'
+    bench = argparse.ArgumentParser(); add_bench_arguments(bench)
+    run_bench_cli(bench.parse_args(['--threads', '1', '--no-progress', '--model', 'tiny-random', '--num-requests', '3',
+                                    '--rate', '30', '--num-blocks', '64', '--max-model-len', '256', '--repetitions', '1',
+                                    '--kv-cache-dtype', 'int8', '--out', str(tmp_path / 'run')]))
+    assert json.loads((tmp_path / 'run' / 'summary.json').read_text())['config']['kv_cache_dtype'] == 'int8'

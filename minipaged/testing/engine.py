@@ -17,9 +17,10 @@ __all__ = ['PREFIXES', 'ENGINE_KEYS', 'poison_kv', 'serve_alone', 'check_engine'
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #9194a267
 def poison_kv(llm: LLM, value: float = float('nan')) -> None:
-    """Fill every layer's K and V cache with `value`: a read of any slot the engine did not write then
-    shows in the output"""
-    for k, v in llm.kv_caches: k.fill_(value); v.fill_(value)
+    """Fill every layer's K and V cache with `value`, or an 8-bit cache's scales (float32; int8 codes hold no
+    NaN): a read of any slot the engine did not write then shows in the output"""
+    for layer in llm.kv_caches:
+        for t in (layer[2:] if len(layer) == 4 else layer): t.fill_(value)     # (k, v, k_scale, v_scale)
 
 # %% ../../nbs/10_isolation_and_faults.ipynb #2f10458a
 def serve_alone(model, prompt, params: SamplingParams) -> list[list[int]]:
