@@ -22,8 +22,8 @@ from .flags import add_engine_flags, engine_config, flag_type
 BENCH_ENGINE = replace(EngineConfig(), max_num_batched_tokens=256)   # short steps, for decodes (chapter 09b)
 ENGINE_FLAGS = ('block_size', 'allocator', 'num_blocks', 'max_model_len', 'max_num_seqs',
                 'max_num_batched_tokens', 'enable_prefix_caching', 'enable_chunked_prefill', 'batching',
-                'device', 'gpu_memory_utilization', 'enforce_eager',
-                'tensor_parallel_size')                     # the fields `bench` and `serve` offer
+                'device', 'gpu_memory_utilization', 'enforce_eager', 'tensor_parallel_size',
+                'kv_cache_dtype')                           # the fields `bench` and `serve` offer
 
 # %% ../../nbs/09c_bench_command.ipynb #c38e1372
 DEFAULT_WORKLOAD = Workload(num_requests=200, arrival='poisson', rate=4.0,
