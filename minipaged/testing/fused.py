@@ -15,6 +15,7 @@ import torch
 from torch.profiler import ProfilerActivity
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+from ..attention.kv_format import dequantize_kv, QUANTISED_KV
 from ..model.ops import ModelOps, rms_norm, rope_and_cache, silu_mul, TORCH_OPS
 
 # %% ../../nbs/14_fused_kernels.ipynb #240a457d
@@ -113,11 +114,37 @@ def _rope_run(ops: ModelOps, a: dict) -> tuple:
     q, k = ops.rope_and_cache(*(b[n] for n in ROPE_ARGS))
     return q, k, b['k_cache'], b['v_cache']
 
+def _quantised_run(ops: ModelOps, a: dict, storage: torch.dtype) -> list:
+    """`ops.rope_and_cache` on copies of the inputs into 8-bit caches of `storage` that hold stale codes and
+    NaN scales: `[k_cache, v_cache, k_scale, v_scale]` after it"""
+    b, shape = {n: t.clone() for n, t in a.items()}, a['k_cache'].shape
+    stale = torch.randint(-100, 100, shape, generator=torch.Generator().manual_seed(0), dtype=torch.int8)
+    codes = stale.to(a['k'].device).view(storage)
+    scales = torch.full(shape[:3], float('nan'), device=a['k'].device)
+    caches = [codes, codes.clone(), scales, scales.clone()]
+    ops.rope_and_cache(*(b[n] for n in ROPE_ARGS[:5]), *caches[:2], b['slots'], *caches[2:])
+    return caches
+
+def _close_codes(got: list, want: list) -> bool:
+    "Two 8-bit writes within two codes of each other (float32 RoPE that an FMA rounded once moves a code)"
+    for codes, want_codes, scale, want_scale in zip(got[:2], want[:2], got[2:], want[2:]):
+        written = ~want_scale.isnan()
+        if not torch.equal(~scale.isnan(), written): return False
+        x, y = dequantize_kv(codes, scale)[written], dequantize_kv(want_codes, want_scale)[written]
+        c = want_codes[written].float()
+        # one code near c: 1 for int8; e4m3's spacing in c's binade (2**-9 below 2**-6)
+        e = (torch.frexp(c).exponent - 1).clamp_min(-6)
+        ulp = 1.0 if codes.dtype == torch.int8 else torch.exp2(e - 3.0)
+        if not bool(((x - y).abs() <= 2 * ulp * want_scale[written][..., None] + 1e-5 * y.abs()).all()):
+            return False
+    return True
+
 # %% ../../nbs/14_fused_kernels.ipynb #47744fb3
 def check_case(ops: ModelOps, tokens: int, head_dim: int, dtype: torch.dtype, device='cpu', seed: int = 0,
                reference: ModelOps = TORCH_OPS) -> dict:
     """`ops` against `reference` on one case; raises AssertionError where the contract fails. Bit-equal: the
-    residual sum, RoPE and the cache (float32 on a GPU: within tolerance, as FMA contraction may need)"""
+    residual sum, RoPE and the cache, and int8 and e4m3 caches' codes and scales (float32 on a GPU: within
+    tolerance, and two codes, as FMA contraction may need)"""
     a, tol = _case_inputs(tokens, head_dim, dtype, device, seed), TOLERANCE[dtype]
     x, w, r, ref = a['x'], a['weight'], a['residual'], reference
     (y, total), (want_y, want_total) = ops.rms_norm(x, w, 1e-6, r), ref.rms_norm(x, w, 1e-6, r)
@@ -129,8 +156,12 @@ def check_case(ops: ModelOps, tokens: int, head_dim: int, dtype: torch.dtype, de
                rope_err=max(worst_error(g, w) for g, w in zip(got, want)),
                sum_exact=same_bits(total, want_total),
                rope_exact=all(same_bits(g, w) for g, w in zip(got, want)))
+    q8 = [(_quantised_run(ops, a, s), _quantised_run(ref, a, s)) for s, _ in QUANTISED_KV.values()]
+    row['q8_exact'] = all(same_bits(g, w) for got8, want8 in q8 for g, w in zip(got8, want8))
     assert max(row['rms_err'], row['silu_err'], row['rope_err']) <= tol and row['sum_exact'], row
-    assert row['rope_exact'] or (torch.device(device).type == 'cuda' and dtype == torch.float32), row
+    fma = torch.device(device).type == 'cuda' and dtype == torch.float32       # may round RoPE once
+    assert row['rope_exact'] or fma, row
+    assert row['q8_exact'] or fma and all(_close_codes(g, w) for g, w in q8), row
     written = got[2].isnan().flatten(2).all(-1).logical_not()       # the cache rows no longer all NaN
     assert int(written.sum()) == int((a['slots'] >= 0).sum()), row
     return row
