@@ -9,6 +9,7 @@ __all__ = ['NoFreeBlocksError', 'Allocator', 'AllocatorBase', 'blocks_held_at_mo
 
 # %% ../../nbs/05_block_manager.ipynb #e882d0c6
 from typing import Protocol, runtime_checkable
+from ..accounting.shape import pages_held
 from ..utils import cdiv, check_count, is_int
 
 # %% ../../nbs/05_block_manager.ipynb #b274f4d1
@@ -137,7 +138,5 @@ class AllocatorBase:
 def blocks_held_at_most(num_prompt: int, total: int, block_size: int, window: int | None = None,
                         step_tokens: int = 1) -> int:
     """The most blocks a sequence of `num_prompt` prompt tokens growing to `total` holds at once, appending
-    `step_tokens` per step: its prompt whole, then all it has, or a window's worth"""
-    grown = cdiv(total, block_size)
-    if window is None: return grown
-    return max(cdiv(num_prompt, block_size), min(grown, cdiv(window - 2 + step_tokens, block_size) + 1))
+    `step_tokens` per step: its prompt whole (allocated at once), then chapter 00a's `pages_held`"""
+    return max(cdiv(num_prompt, block_size), pages_held(total, block_size, window, step_tokens))

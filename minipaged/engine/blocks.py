@@ -13,7 +13,7 @@ from .pool import BlockPool, CopiesInFlight
 from .prefix_cache import CacheKeyContext, PrefixCache, salt_identity
 
 # %% auto #0
-__all__ = ['NO_BLOCK', 'BlockManager', 'check_window', 'check_pool', 'check_keys', 'check_seq']
+__all__ = ['NO_BLOCK', 'BlockManager', 'check_copy_window', 'check_pool', 'check_keys', 'check_seq']
 
 # %% ../../nbs/05_block_manager.ipynb #5a6f49a2
 _NEVER = 1 << 62    # register_at with the prefix cache off, release_at without a window: no count reaches it
@@ -129,7 +129,7 @@ class BlockManager(AllocatorBase):
                     high_water=self.pool.high_water, **self._stats, evictions=self.cache.evictions)
     def check(self) -> None:
         "Verify every invariant of the pool from scratch (the checks at the end of the chapter)"
-        check_window(self); check_pool(self); check_keys(self)
+        check_copy_window(self); check_pool(self); check_keys(self)
         for sid, s in self._seqs.items(): check_seq(self, sid, s)
 
 # %% ../../nbs/05_block_manager.ipynb #69b42a7a
@@ -295,7 +295,7 @@ def _can_append(bm: BlockManager, seq_id, num_tokens: int = 1) -> bool:
     return new <= len(bm.pool.free) + len(bm.cache.evictable)
 
 # %% ../../nbs/05_block_manager.ipynb #667e9e10
-def check_window(bm: BlockManager) -> None:
+def check_copy_window(bm: BlockManager) -> None:
     "No block an in-flight copy reads or writes is free, cached, or handed to a new owner"
     free, cached, gen = set(bm.pool.free), set(bm.cache.evictable), bm.pool.gen
     for src, dst, v_src, v_dst in bm._in_flight:

@@ -51,11 +51,11 @@ def _canonical_windows(window, layer_types, num_layers: int, arch: str, context:
         if given and 'sliding_attention' in types:
             raise ValueError("layer_types has sliding_attention layers but sliding_window is None")
         return None, None
-    if window > context: raise ValueError(f"sliding_window {window} is larger than the context {context} "
-                                          "(max_position_embeddings): at most the context")
     if arch == 'LlamaForCausalLM': raise ValueError("sliding_window is not part of LlamaForCausalLM; "
                                                     "use MistralForCausalLM or Qwen2ForCausalLM")
     if 'sliding_attention' not in types: return None, None
+    if window > context: raise ValueError(f"sliding_window {window} is larger than the context {context} "
+                                          "(max_position_embeddings): at most the context")
     if 'full_attention' not in types: return window, None
     if arch == 'MistralForCausalLM': raise ValueError("layer_types mixing full and sliding layers need "
                                                       "Qwen2ForCausalLM (Mistral slides in every layer)")
@@ -256,7 +256,8 @@ def _check_features(config: dict, arch: str, context: int) -> None:
 # %% ../../nbs/07_model.ipynb #w7hfcode
 def _windows_from_hf(config: dict, arch: str) -> tuple:
     "`(sliding_window, layer_types)` of a `config.json` dict, read as `transformers` reads them"
-    types, window = config.get('layer_types'), config.get('sliding_window')
+    types, window = config.get('layer_types'), config.get('sliding_window', 4096)   # transformers' default
+    if arch == 'MistralForCausalLM': types = None              # transformers' Mistral slides every layer
     if types is not None: _check_layer_types(types, len(types) if isinstance(types, list) else -1)
     if arch == 'LlamaForCausalLM' or (arch == 'Qwen2ForCausalLM' and not config.get('use_sliding_window')):
         window = None

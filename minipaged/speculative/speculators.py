@@ -219,7 +219,7 @@ class DraftModelSpeculator(SpeculatorBase):
         ctx = CacheKeyContext(model_id=f"draft:{s.name}", model_version=f"in-memory:{id(self.draft):x}",
                               kv_dtype=s.kv_dtype, kv_layout=f'paged[{B}]x{s.num_kv_heads}x{s.head_dim}')
         self.bm = BlockManager(ec.num_blocks, B, enable_prefix_caching=ec.enable_prefix_caching, context=ctx,
-                               record_fresh=True)
+                               record_fresh=True, window=self.draft.config.kv_window)
         self.kv = allocate_model_cache(self.draft.config, ec.num_blocks, B, device=self.device)
         self.backend = select_attention_backend(ec.attention_backend, self.device, clean_pages=True)
         if self.backend.workspace is not None:
@@ -265,7 +265,7 @@ def _sync(self, req) -> int | None:
         self.confirmed[rid] = c + a
         self._copy(bm.append(rid, T[c + a:]))
         return c + a
-    except NoFreeBlocksError: return None
+    except (NoFreeBlocksError, ValueError): return None      # ValueError: the sequence outgrew the pool
 
 # %% ../../nbs/11_speculative_decoding.ipynb #eae07f03
 @patch_to(DraftModelSpeculator)
