@@ -5,9 +5,7 @@ same contract (03 on the reference, 03b on the whole-page CPU path, 04 on the Tr
 runs in its interpreter without a GPU (the conftest switches it on), slow enough that it takes
 `quick_cases()`, the subset for slow backends, and no float64 (its launchers refuse it).
 
-The window and 8-bit cases (`WINDOW_CASES`, `QUANT_CASES`) run on every backend too; a backend whose
-functions do not take `window=` / `k_scale=` yet is marked xfail (strict=False) for them, with the reason."""
-import inspect
+The window and 8-bit cases (`WINDOW_CASES`, `QUANT_CASES`) run on every backend too."""
 import pytest
 import torch
 from minipaged.attention.cpu import sdpa_decode_attention, sdpa_prefill_attention
@@ -36,17 +34,9 @@ CASES_OF = {'reference': CASES + KV_CASES, 'cpu': CASES + KV_CASES,
             'triton': kernel_cases(CASES) + kernel_cases(KV_CASES)}
 PARAMS = [(b, c) for b, cases in CASES_OF.items() for c in cases]
 
-def missing_arguments(fns, case) -> list[str]:
-    "The keyword arguments a case passes that one of the backend's functions does not take"
-    wanted = (['window'] if case.window is not None else []) + (['k_scale', 'v_scale'] if case.kv_dtype else [])
-    return [a for fn in fns for a in wanted if a not in inspect.signature(fn).parameters]
-
 @pytest.mark.parametrize('backend,case', PARAMS, ids=[f"{b}-{c.name}" for b, c in PARAMS])
-def test_contract(backend, case, request):
+def test_contract(backend, case):
     decode_fn, prefill_fn = BACKENDS[backend]()
-    if missing := missing_arguments([decode_fn, prefill_fn] if backend != 'triton' else _triton_raw(), case):
-        request.applymarker(pytest.mark.xfail(strict=False, reason=f"the {backend} backend does not take "
-                                              f"{', '.join(sorted(set(missing)))} yet"))
     device = DEVICE if backend == 'triton' else 'cpu'
     plain = None if case.refused else (paged_decode_attention, paged_prefill_attention)
     rows = check_attention_backend(decode_fn, prefill_fn, [case], device, plain)
