@@ -319,6 +319,18 @@ def section_equivalence(rec: Record, cfg: dict, smoke: bool) -> None:
             print(f"{arch:6} {name:22} {row['identical']}/{row['requests']} identical, {row['seconds']} s", flush=True)
             del llm; gc.collect()
     harness.print_table(rec['rows'], '\nengine vs transformers, greedy, float32')
+    k = len(prompts) if not smoke else 2
+    quantised_graphs(rec, rec.path.parent / 'tiny-llama', prompts[:k], news[:k], dev)
+
+
+def quantised_graphs(rec: Record, path, prompts, news, dev) -> None:
+    "An 8-bit KV cache (chapter 16) written by the fused kernel: greedy tokens with CUDA graphs on equal graphs off"
+    for kv in ('int8', 'fp8'):
+        got = [engine_tokens(path, prompts, news, device=str(dev), dtype='float32', block_size=16,
+                             kv_cache_dtype=kv, **kw)[0] for _, kw in GRAPH_MODES]
+        row = rec.add('quantised_graphs', dict(kv_cache_dtype=kv, requests=len(prompts),
+                                               identical=sum(a == b for a, b in zip(*got))))
+        print(f"llama  {kv} cache, graphs on vs off: {row['identical']}/{row['requests']} identical", flush=True)
 
 
 def workload(n: int, prompt: tuple, out: tuple, vocab: int, seed: int) -> list:

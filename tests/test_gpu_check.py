@@ -37,6 +37,7 @@ def test_smoke_runs_every_section(tmp_path):
     assert all(c['status'] == 'ok' and c['compile_s'] > 0 for c in s['attention']['compile'])
     assert all(row['identical'] == row['requests'] for row in s['equivalence']['rows'])
     assert any(row['preemptions'] for row in s['equivalence']['rows'] if row['variant'] == 'starved_pool')
+    assert [r['identical'] for r in s['equivalence']['quantised_graphs']] == [2, 2]   # int8, fp8: graphs on == off
     assert {'short', 'long'} <= set(s['throughput']) and all(r['note'] == 'cpu-smoke' for r in s['decode']['rows'])
     assert all(r['gpu_busy'] is None and r['note'].startswith('cpu-smoke') for r in s['profile']['rows'])
     assert all(g['met'] is None for g in rec['goals']) and 'goals (issue 34)' in r.stdout

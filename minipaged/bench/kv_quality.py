@@ -19,7 +19,7 @@ from ..utils import cdiv
 
 # %% auto #0
 __all__ = ['KV_FORMATS', 'format_shape', 'capacity_row', 'paged_logits', 'next_token_kl', 'first_divergence', 'greedy_agreement',
-           'stream_nll', 'measure_formats']
+           'stream_nll', 'measure_formats', 'key_outlier_ratio']
 
 # %% ../../nbs/16_fewer_bytes_served.ipynb #4a0ef209
 KV_FORMATS = ('auto', 'fp8', 'int8')
@@ -109,3 +109,14 @@ def measure_formats(path, prompts: list[list[int]], max_tokens: int = 64, stream
         rows.append(row)
         del llm
     return rows
+
+# %% ../../nbs/16_fewer_bytes_served.ipynb #37daa669
+@torch.no_grad()
+def key_outlier_ratio(model: CausalLM, token_ids, block_size: int = 16) -> list[float]:
+    "Per layer: the largest key channel's max |K| over the median channel's, worst KV head, on one text"
+    ids, n = torch.as_tensor(token_ids, dtype=torch.long), len(token_ids)
+    caches = allocate_model_cache(model.config, cdiv(n, block_size), block_size)
+    model(ids, single_sequence_metadata(list(range(cdiv(n, block_size))), 0, n, block_size), caches,
+          select_attention_backend('sdpa'))
+    per_channel = [k.reshape(-1, *k.shape[2:])[:n].abs().amax(0) for k, *_ in caches]     # [Hkv, d] per layer
+    return [float((c.amax(-1) / c.median(-1).values).max()) for c in per_channel]
