@@ -273,7 +273,8 @@ def kv_quality(r: dict) -> dict:
             if row['format'] == 'auto': continue
             bpb = f", {row['bits_per_byte']:.4f} bits/byte" if 'bits_per_byte' in row else ''
             cells.append(f"{row['format']} {row['identical']:.0%} identical (first difference at token "
-                         f"{row['median_first']:.0f}, median), KL {row['kl_mean']:.2g} nats{bpb}")
+                         f"{row['median_first']:.0f} median, {row['min_first']} earliest), KL {row['kl_mean']:.2g} "
+                         f"nats{bpb}")
         parts.append(f"{name} ({m['prompts']} prompts): " + '; '.join(cells))
     pylm = r['models'].get('pylm', {})
     auto = next((x for x in pylm.get('rows', []) if x['format'] == 'auto'), {})
