@@ -84,7 +84,8 @@ def check_kv_storable(name: str, device, backend: str = 'torch') -> None:
                              "use 'int8' or 'auto'")
     try: torch.zeros(1, device=device).to(QUANTISED_KV[name][0]).float()
     except (RuntimeError, TypeError) as e:
-        raise ValueError(f"kv_cache_dtype {label!r} cannot be stored on {device}: {e}") from None
+        why = str(e).splitlines()[0]                  # one line: torch's own message may run to several
+        raise ValueError(f"kv_cache_dtype {label!r} cannot be stored on {device}: {why}") from None
 
 # %% ../../nbs/03c_kv_formats.ipynb #7471a379
 def check_window(window) -> int | None:
