@@ -10,8 +10,6 @@ Quantisation rounds each key and value to 8 bits, so a quantised run's tokens ar
 03c measures by how much); but it is deterministic per token and head, so nothing the engine does around it may
 change a token. At tensor parallelism 2 the row-parallel sums round differently, as at full precision, so a token
 may differ there only at a near-tie (chapter 13's rule, with the gap the 8-bit rounding can move a logit by)."""
-import os, warnings
-from pathlib import Path
 import pytest
 import torch
 
@@ -21,6 +19,7 @@ from minipaged.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.attention.kv_format import QUANTISED_KV, SCALE_BYTES, kv_cache_dtype_name, kv_storage_dtype
 from minipaged.utils import MiB
+from tiny_hf import save_tiny
 
 transformers.utils.logging.disable_progress_bar()
 FORMATS = ('fp8', 'int8')
@@ -43,12 +42,8 @@ SMOL = 'smollm2-135m-instruct'
 
 def build(name, tmp_path_factory):
     C, M, kw = FAMILIES[name]
-    torch.manual_seed(0)
-    hf = M(C(**BASE, **kw)).eval()
     path = tmp_path_factory.mktemp(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        hf.save_pretrained(path)
+    save_tiny(C, M, dict(BASE, **kw), path)
     return path
 
 def prompts(vocab=256, lens=PROMPT_LENS):

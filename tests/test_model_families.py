@@ -3,7 +3,7 @@ with that family's exact config features (GQA layout, tied embeddings, explicit 
 scaling with its type and factors), saved with `save_pretrained` and loaded by minipaged from disk. Greedy
 tokens must equal `transformers`' at prompt lengths that cross the scaling's interesting positions (past
 `original_max_position_embeddings`, past `max_position_embeddings` for dynamic NTK)."""
-import json, warnings
+import json
 import pytest
 import torch
 
@@ -12,6 +12,7 @@ from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralF
                           Qwen2ForCausalLM)
 from minipaged.llm import LLM
 from minipaged.engine.sampler import SamplingParams
+from tiny_hf import hf_greedy, save_tiny
 
 transformers.utils.logging.disable_progress_bar()
 BASE = dict(vocab_size=256, intermediate_size=128, num_hidden_layers=2, initializer_range=0.1,
@@ -51,19 +52,8 @@ PROMPT_LENS, NEW = [5, 30, 40, 100], [40, 20, 30, 20]
 
 def build(name, tmp_path_factory, dtype=torch.float32):
     C, M, kw = FAMILIES[name]
-    torch.manual_seed(0)
-    hf = M(C(**BASE, **kw)).eval().to(dtype)
     path = tmp_path_factory.mktemp(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        hf.save_pretrained(path)
-    return hf, path
-
-def hf_greedy(hf, prompt, new):
-    with torch.no_grad():
-        out = hf.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                          max_new_tokens=new, do_sample=False, pad_token_id=0, eos_token_id=None)
-    return out[0, len(prompt):].tolist()
+    return save_tiny(C, M, dict(BASE, **kw), path, dtype), path
 
 def prompts():
     g = torch.Generator().manual_seed(3)

@@ -4,7 +4,6 @@ that mixes a full and a windowed layer, saved with `save_pretrained` and served 
 must equal `transformers`' `generate` for prompts and generations that cross the window several times, under
 tiny pages, chunked prefill, a starved pool that preempts, prefix sharing and `n > 1`; and a long generation
 holds at most a window's worth of blocks (plus one page) when every layer slides."""
-import warnings
 import pytest
 import torch
 
@@ -13,6 +12,7 @@ from transformers import MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2Fo
 from minipaged.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.utils import cdiv
+from tiny_hf import hf_greedy, save_tiny
 
 transformers.utils.logging.disable_progress_bar()
 BASE = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=8,
@@ -28,19 +28,8 @@ PROMPT_LENS, NEW = [5, 40, 70, 100], [60, 40, 30, 24]      # prompt + generation
 
 def build(name, tmp_path_factory, attn='sdpa'):
     C, M, kw, _ = WINDOWED[name]
-    torch.manual_seed(0)
-    hf = M(C(**BASE, **kw, attn_implementation=attn)).eval()
     path = tmp_path_factory.mktemp(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        hf.save_pretrained(path)
-    return hf, path
-
-def hf_greedy(hf, prompt, new):
-    with torch.no_grad():
-        out = hf.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                          max_new_tokens=new, do_sample=False, pad_token_id=0, eos_token_id=None)
-    return out[0, len(prompt):].tolist()
+    return save_tiny(C, M, dict(BASE, **kw, attn_implementation=attn), path), path
 
 def prompts():
     g = torch.Generator().manual_seed(3)

@@ -7,7 +7,7 @@ worker that dies or hangs ends the engine with a clear error instead of a hang.
 
 A token may differ only at a near-tie: where one rank's top-2 logits are closer than NEAR_TIE, the row-parallel
 sums' different rounding may pick the other. Logits (as logprobs) must agree within LOGPROB_TOL."""
-import gc, multiprocessing, os, signal, subprocess, sys, tempfile, textwrap, threading, time, warnings
+import gc, multiprocessing, os, signal, subprocess, sys, tempfile, textwrap, threading, time
 import pytest
 import torch
 
@@ -17,6 +17,7 @@ from minipaged.llm import LLM
 from minipaged.engine.sampler import SamplingParams
 from minipaged.parallel.group import TensorParallelError
 from minipaged.model.config import tiny_config
+from tiny_hf import hf_greedy, save_tiny
 from minipaged.testing.engine import check_engine, fail_forward, isolation_failures, random_case, run_case
 
 transformers.utils.logging.disable_progress_bar()
@@ -40,23 +41,12 @@ PROMPT_LENS, NEW = [5, 30, 47], [24, 16, 20]
 
 def build(name, tmp_path_factory):
     C, M, kw, _ = LAYOUTS[name]
-    torch.manual_seed(0)
-    hf = M(C(**BASE, **kw)).eval()
     path = tmp_path_factory.mktemp(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        hf.save_pretrained(path)
-    return hf, path
+    return save_tiny(C, M, dict(BASE, **kw), path), path
 
 def prompts(vocab=250):
     g = torch.Generator().manual_seed(3)
     return [torch.randint(0, vocab, (n,), generator=g).tolist() for n in PROMPT_LENS]
-
-def hf_greedy(hf, prompt, new):
-    with torch.no_grad():
-        out = hf.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                          max_new_tokens=new, do_sample=False, pad_token_id=0, eos_token_id=None)
-    return out[0, len(prompt):].tolist()
 
 def run(llm, ps=None, news=NEW, logprobs=None):
     sp = [SamplingParams(max_tokens=n, temperature=0.0, ignore_eos=True, logprobs=logprobs) for n in news]
